@@ -1,0 +1,14 @@
+"""Flags for the input data.
+
+    define_data()   # registers --data_dir
+"""
+from absl import flags
+
+
+def define_data(flag_values=flags.FLAGS):
+  flags.DEFINE_string(
+      "data_dir", None, "CIFAR-10 in an official layout: a "
+      "cifar-10-batches-bin/ or cifar-10-batches-py/ directory, a directory "
+      "holding one, or its .tar.gz archive. Unset: the Keras cache "
+      "(~/.keras/datasets), else a small generated CIFAR-10-shaped dataset.",
+      flag_values=flag_values)

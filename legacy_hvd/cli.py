@@ -1,0 +1,79 @@
+"""What every entry point shares: flag parsing and errors a user can cause.
+
+    cli.run(main)            # absl app.run with one-line flag errors
+    cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
+
+A launcher such as horovodrun starts the same command in every rank, so a bad
+flag or path is found by all of them at once. The message is printed by local
+rank 0 of each host only (one line on one machine, not one per rank, yet
+still shown when only another host lacks a file), and every rank exits
+non-zero, so the launcher stops the job and nobody waits in a collective.
+"""
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+# Launchers announce the rank in the environment before Horovod starts.
+_LOCAL_RANK_VARIABLES = ("HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                         "MPI_LOCALRANKID")
+USAGE_ERROR = 2
+INPUT_ERROR = 1
+
+
+class UserError(Exception):
+  """An input the user gave is unusable; str(error) is the one-line reason."""
+
+
+def _reports_errors():
+  for variable in _LOCAL_RANK_VARIABLES:
+    if variable in os.environ:
+      return os.environ[variable] == "0"
+  return True
+
+
+def _program():
+  """The name the user ran: the module for `python -m`, else the script."""
+  spec = getattr(sys.modules["__main__"], "__spec__", None)
+  if spec is not None:
+    return spec.name
+  return os.path.basename(sys.argv[0]) if sys.argv else "legacy_hvd"
+
+
+def fail(message, exit_code=INPUT_ERROR):
+  """Prints `program: error: message` (once per host) and exits."""
+  if _reports_errors():
+    print(f"{_program()}: error: {message}", file=sys.stderr, flush=True)
+  sys.exit(exit_code)
+
+
+def parse_flags(argv):
+  """absl flag parsing that reports a bad flag in one line, not a usage dump."""
+  try:
+    remaining = flags.FLAGS(argv)
+  except flags.Error as e:
+    fail(str(e), USAGE_ERROR)
+  if len(remaining) > 1:
+    fail(f"unexpected argument {remaining[1]!r}; flags take the form "
+         "--name=value", USAGE_ERROR)
+  return remaining
+
+
+def quiet_tensorflow():
+  """One copy of each log record, without TF1 deprecation notices.
+
+  TF1 APIs are this project's subject, so their deprecation notices (two
+  multi-line warnings per hook) would bury the training log.
+  """
+  import tensorflow as tf
+  from tensorflow.python.util import deprecation
+  deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
+  # absl's handler on the root logger already prints TF's records; TF's own
+  # handler, added when it was imported before absl's, would print them twice.
+  tf.get_logger().handlers.clear()
+
+
+def run(main):
+  quiet_tensorflow()
+  app.run(main, flags_parser=parse_flags)

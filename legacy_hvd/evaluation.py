@@ -1,0 +1,72 @@
+"""Test-set evaluation spread over the ranks, with counts summed across them.
+
+    evaluation = Evaluation(test_shape, params, num_shards, shard_index, sum_fn)
+    ...                                   # graph finalized, session created
+    metrics = evaluation.run(session, test_images, test_labels)
+
+Each rank scores only its shard of the test set; the per-class correct counts,
+per-class totals and the summed loss are then added up over all ranks by
+`sum_fn` (the entry point passes Horovod's allreduce with op=Sum), so every
+test image counts exactly once whatever the number of ranks. `run` performs
+one collective: every rank must call it, once per evaluation.
+"""
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from legacy_hvd import model
+from legacy_hvd.data import pipeline
+
+NUM_CLASSES = model.NUM_CLASSES
+
+
+class Evaluation:
+
+  def __init__(self, test_shape, params, num_shards, shard_index, sum_fn):
+    """Builds the ops; test_shape is the uint8 test images' [N, 32, 32, 3]."""
+    self._images = tf.placeholder(tf.uint8, test_shape, name="test_images")
+    self._labels = tf.placeholder(tf.int32, test_shape[:1], name="test_labels")
+    dataset = pipeline.test_batches(self._images, self._labels, num_shards,
+                                    shard_index)
+    self._iterator = tf.data.make_initializable_iterator(dataset)
+    images, labels = self._iterator.get_next()
+    logits = model.forward(images, params)
+    # Summed, not averaged, so batches and ranks of any size add up exactly.
+    loss_sum = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)
+    self._batch_counts = tf.concat([
+        tf.cast(loss_sum, tf.float64)[None],
+        tf.math.bincount(labels, weights=tf.cast(correct, tf.float64),
+                         minlength=NUM_CLASSES, maxlength=NUM_CLASSES),
+        tf.cast(tf.math.bincount(labels, minlength=NUM_CLASSES,
+                                 maxlength=NUM_CLASSES), tf.float64)], axis=0)
+    self._local_counts = tf.placeholder(tf.float64, [1 + 2 * NUM_CLASSES])
+    self._summed_counts = sum_fn(self._local_counts)
+
+  def run(self, session, test_images, test_labels):
+    """Scores this rank's shard, sums over ranks; returns a metrics dict."""
+    session.run(self._iterator.initializer,
+                {self._images: test_images, self._labels: test_labels})
+    local = np.zeros(1 + 2 * NUM_CLASSES)
+    while True:
+      try:
+        local += session.run(self._batch_counts)
+      except tf.errors.OutOfRangeError:
+        break
+    counts = session.run(self._summed_counts, {self._local_counts: local})
+    return metrics_from_counts(counts)
+
+
+def metrics_from_counts(counts):
+  """[loss_sum, correct per class x10, total per class x10] -> metrics dict."""
+  loss_sum = counts[0]
+  correct = counts[1:1 + NUM_CLASSES]
+  total = counts[1 + NUM_CLASSES:]
+  examples = total.sum()
+  return {
+      "test_examples": int(examples),
+      "test_accuracy": float(correct.sum() / examples),
+      "test_loss": float(loss_sum / examples),
+      "per_class_accuracy": [float(c / t) if t else None
+                             for c, t in zip(correct, total)],
+  }

@@ -1,0 +1,78 @@
+"""Flag definitions: defaults, validators, and one-line errors at the CLI."""
+from absl import flags
+import pytest
+
+from flags import data
+from flags import performance
+from flags import training
+from legacy_hvd.config import Config
+from tests.helpers import horovodrun, run_module
+
+
+def parse(*args):
+  flag_values = flags.FlagValues()
+  training.define_training(flag_values)
+  data.define_data(flag_values)
+  performance.define_performance(flag_values)
+  flag_values(["prog", *args])
+  return flag_values
+
+
+def test_defaults_make_the_default_config():
+  assert Config.from_flags(parse()) == Config()
+
+
+def test_values_reach_the_config():
+  config = Config.from_flags(parse("--batch_size=32", "--lr_scaling=sqrt",
+                                   "--optimizer=momentum", "--max_steps=7"))
+  assert (config.batch_size, config.lr_scaling, config.optimizer,
+          config.max_steps) == (32, "sqrt", "momentum", 7)
+
+
+@pytest.mark.parametrize("arg, named", [
+    ("--batch_size=0", "--batch_size"),
+    ("--lr=-1", "--lr"),
+    ("--lr=0", "--lr"),
+    ("--lr_scaling=cubic", "--lr_scaling"),
+    ("--optimizer=rmsprop", "--optimizer"),
+    ("--epochs=0", "--epochs"),
+    ("--max_steps=-3", "--max_steps"),
+    ("--warmup_epochs=-1", "--warmup_epochs"),
+    ("--backward_passes_per_step=0", "--backward_passes_per_step"),
+    ("--intra_op_threads=-2", "--intra_op_threads"),
+    ("--model_dir=", "--model_dir"),
+])
+def test_bad_values_are_rejected_naming_the_flag(arg, named):
+  with pytest.raises(flags.IllegalFlagValueError, match=named):
+    parse(arg)
+
+
+def test_warmup_longer_than_training_is_rejected():
+  with pytest.raises(flags.IllegalFlagValueError, match="--warmup_epochs"):
+    parse("--epochs=2", "--warmup_epochs=3")
+  parse("--epochs=2", "--warmup_epochs=3", "--max_steps=100")  # decided later
+
+
+def test_cli_reports_bad_flag_in_one_line_without_training(tmp_path):
+  process = run_module("legacy_hvd.train",
+                       ["--batch_size=0", f"--model_dir={tmp_path / 'm'}"],
+                       timeout=60)
+  assert process.returncode == 2
+  lines = process.stderr.strip().splitlines()
+  assert len(lines) == 1 and "--batch_size" in lines[0], process.stderr
+  assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("arg", ["--lr=-1", "--lr_scaling=cubic"])
+def test_horovodrun_job_with_bad_flag_exits_with_one_line(tmp_path, arg):
+  process = horovodrun(2, "legacy_hvd.train", [arg, f"--model_dir={tmp_path}/m"],
+                       timeout=90)
+  assert process.returncode != 0
+  errors = [l for l in (process.stdout + process.stderr).splitlines()
+            if "error:" in l]
+  assert len(errors) == 1 and arg.split("=")[0] in errors[0], (
+      process.stdout + process.stderr)
+  # horovodrun's own launcher prints a traceback when a rank fails; the
+  # ranks themselves must not.
+  assert "]<stderr>:Traceback" not in process.stdout + process.stderr
+  assert not (tmp_path / "m").exists()
