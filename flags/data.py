@@ -1,6 +1,6 @@
 """Flags for the input data.
 
-    define_data()   # registers --data_dir
+    define_data()   # registers --data_dir and --augment
 """
 from absl import flags
 
@@ -11,4 +11,8 @@ def define_data(flag_values=flags.FLAGS):
       "cifar-10-batches-bin/ or cifar-10-batches-py/ directory, a directory "
       "holding one, or its .tar.gz archive. Unset: the Keras cache "
       "(~/.keras/datasets), else a small generated CIFAR-10-shaped dataset.",
+      flag_values=flag_values)
+  flags.DEFINE_boolean(
+      "augment", False, "Augment training images: random 32x32 crop of the "
+      "image padded by 4 pixels, and random horizontal flip.",
       flag_values=flag_values)

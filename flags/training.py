@@ -36,10 +36,9 @@ def define_training(flag_values=flags.FLAGS):
   flags.DEFINE_enum(
       "optimizer", "adam", OPTIMIZERS, "adam (Adam), momentum (momentum 0.9) "
       "or sgd (plain gradient descent).", **fv)
-  flags.DEFINE_string(
-      "model_dir", "runs/cifar10", "Directory for checkpoints, TensorBoard "
-      "summaries and results.json, written by rank 0 only. A run already "
-      "there is resumed, never deleted.", **fv)
+  flags.DEFINE_float(
+      "adam_epsilon", None, "Adam's epsilon; unset: the implementation's own "
+      "default (1e-8 for tf.compat.v1.train, 1e-7 for Keras).", **fv)
   flags.DEFINE_integer(
       "seed", 1234, "Seed for the initial weights and the data shuffle; the "
       "same seed gives the same initial weights and data order.", **fv)
@@ -59,11 +58,12 @@ def define_training(flag_values=flags.FLAGS):
                            **fv)
   flags.register_validator("lr", lambda v: v > 0,
                            message="--lr must be a positive number", **fv)
+  flags.register_validator("adam_epsilon", lambda v: v is None or v > 0,
+                           message="--adam_epsilon must be a positive number",
+                           **fv)
   flags.register_validator("warmup_epochs", lambda v: v >= 0,
                            message="--warmup_epochs must be zero or positive",
                            **fv)
-  flags.register_validator("model_dir", bool,
-                           message="--model_dir must not be empty", **fv)
 
   @flags.multi_flags_validator(
       ["warmup_epochs", "epochs", "max_steps"],

@@ -48,13 +48,13 @@ def fail(message, exit_code=INPUT_ERROR):
   sys.exit(exit_code)
 
 
-def parse_flags(argv):
+def parse_flags(argv, positional_args=False):
   """absl flag parsing that reports a bad flag in one line, not a usage dump."""
   try:
     remaining = flags.FLAGS(argv)
   except flags.Error as e:
     fail(str(e), USAGE_ERROR)
-  if len(remaining) > 1:
+  if len(remaining) > 1 and not positional_args:
     fail(f"unexpected argument {remaining[1]!r}; flags take the form "
          "--name=value", USAGE_ERROR)
   return remaining
@@ -74,6 +74,7 @@ def quiet_tensorflow():
   tf.get_logger().handlers.clear()
 
 
-def run(main):
+def run(main, positional_args=False):
+  """app.run(main) with one-line flag errors; main gets argv[1:] as given."""
   quiet_tensorflow()
-  app.run(main, flags_parser=parse_flags)
+  app.run(main, flags_parser=lambda argv: parse_flags(argv, positional_args))

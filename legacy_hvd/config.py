@@ -19,15 +19,19 @@ class Config:
   epochs: int = 10
   max_steps: Optional[int] = None
   optimizer: str = "adam"
+  adam_epsilon: Optional[float] = None   # None: the implementation's default
   model_dir: str = "runs/cifar10"
+  step_log: Optional[str] = None
   seed: int = 1234
   log_every_n_steps: int = 50
   save_checkpoints_steps: int = 500
   data_dir: Optional[str] = None
+  augment: bool = False
   fp16_allreduce: bool = False
   backward_passes_per_step: int = 1
   intra_op_threads: int = 0
   inter_op_threads: int = 0
+  optimizer_impl: str = "v1"       # TF2 path only: v1 or keras
 
   @classmethod
   def from_flags(cls, flag_values):

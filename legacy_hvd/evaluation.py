@@ -29,17 +29,7 @@ class Evaluation:
                                     shard_index)
     self._iterator = tf.data.make_initializable_iterator(dataset)
     images, labels = self._iterator.get_next()
-    logits = model.forward(images, params)
-    # Summed, not averaged, so batches and ranks of any size add up exactly.
-    loss_sum = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits))
-    correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)
-    self._batch_counts = tf.concat([
-        tf.cast(loss_sum, tf.float64)[None],
-        tf.math.bincount(labels, weights=tf.cast(correct, tf.float64),
-                         minlength=NUM_CLASSES, maxlength=NUM_CLASSES),
-        tf.cast(tf.math.bincount(labels, minlength=NUM_CLASSES,
-                                 maxlength=NUM_CLASSES), tf.float64)], axis=0)
+    self._batch_counts = batch_counts(model.forward(images, params), labels)
     self._local_counts = tf.placeholder(tf.float64, [1 + 2 * NUM_CLASSES])
     self._summed_counts = sum_fn(self._local_counts)
 
@@ -55,6 +45,23 @@ class Evaluation:
         break
     counts = session.run(self._summed_counts, {self._local_counts: local})
     return metrics_from_counts(counts)
+
+
+def batch_counts(logits, labels):
+  """float64 [21]: [loss sum, correct per class x10, examples per class x10].
+
+  Sums, not means, so batches and ranks of any size add up exactly. Works in
+  a graph and eagerly (the TF2 path calls it inside a tf.function).
+  """
+  loss_sum = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=logits))
+  correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)
+  per_class = lambda weights: tf.math.bincount(
+      labels, weights=weights, minlength=NUM_CLASSES, maxlength=NUM_CLASSES,
+      dtype=tf.float64)
+  return tf.concat([tf.cast(loss_sum, tf.float64)[None],
+                    per_class(tf.cast(correct, tf.float64)),
+                    per_class(None)], axis=0)
 
 
 def metrics_from_counts(counts):

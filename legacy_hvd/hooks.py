@@ -1,15 +1,12 @@
 """Session hooks of the TF1 trainer, one small hook per concern.
 
-    IteratorInitializerHook(iterator.initializer, feed_fn)   # feeds in-memory data
-    ProgressHook(fetches, every_n_steps, global_batch, summary_dir)  # rank 0
-    FinalHook(fn)                                # runs fn(session) before close
+    IteratorInitializerHook(iterator.initializer, feed_fn)   # in-memory data
+    ProgressHook(progress, fetches, summary_dir, step_log, digest)
+    FinalHook(fn)                             # runs fn(session) before close
 
-Every hook builds its ops (if any) in `begin()` or takes them ready-made, so
+Every hook takes its ops ready-made from the graph builder, so
 MonitoredTrainingSession can finalize the graph after the hooks' `begin()`.
 """
-import time
-
-from absl import logging
 import tensorflow.compat.v1 as tf
 
 
@@ -29,67 +26,41 @@ class IteratorInitializerHook(tf.train.SessionRunHook):
 
 
 class ProgressHook(tf.train.SessionRunHook):
-  """Logs step, loss, accuracy, learning rate and images/sec; keeps totals.
+  """Feeds every step's scalars to a progress.Progress (and a StepLog).
 
-  `fetches` maps names to scalar tensors and must hold "global_step" and
-  "loss". Every step's values are fetched (scalars, so this is cheap) so the
-  final loss is known; every `every_n_steps` they are logged and, given a
-  `summary_dir`, images/sec goes to TensorBoard beside the graph summaries.
+  `fetches` maps names to scalar tensors: "global_step" (its value after
+  the step's update), "loss" and "learning_rate" at least. They are fetched every step (scalars: cheap) so
+  the final loss is known. When Progress logs, images/sec also goes to
+  TensorBoard (given `summary_dir`) and the weight digest to the step log.
   """
 
-  def __init__(self, fetches, every_n_steps, global_batch, summary_dir=None,
-               log=True):
+  def __init__(self, progress, fetches, summary_dir=None, step_log=None,
+               digest=None):
+    self._progress = progress
     self._fetches = fetches
-    self._every_n = every_n_steps
-    self._global_batch = global_batch
     self._summary_dir = summary_dir
-    self._log = log
-    self.start_step = None
-    self.last_values = {}
-    self._steps = 0
-    self._first_step_time = self._last_step_time = None
+    self._step_log = step_log
+    self._digest = digest
 
   def after_create_session(self, session, coord):
-    self.start_step = int(session.run(self._fetches["global_step"]))
-    self._window = (self.start_step, time.perf_counter())
-    if self._log and self.start_step:
-      logging.info("Resuming from global step %d", self.start_step)
+    self._progress.start(int(session.run(tf.train.get_global_step())))
 
   def before_run(self, run_context):
     return tf.train.SessionRunArgs(self._fetches)
 
   def after_run(self, run_context, run_values):
-    now = time.perf_counter()
-    self.last_values = run_values.results
-    self._steps += 1
-    self._last_step_time = now
-    if self._first_step_time is None:
-      # The first step builds kernels and fills buffers: timing starts after.
-      self._first_step_time = now
-    step = int(self.last_values["global_step"])
-    if step % self._every_n:
-      return
-    window_step, window_time = self._window
-    rate = (step - window_step) * self._global_batch / (now - window_time)
-    self._window = (step, now)
-    if self._log:
-      logging.info("step %d: " + ", ".join(f"{k} %.4g" for k in
-                                           self._reported()) + ", %.0f images/sec",
-                   step, *[self.last_values[k] for k in self._reported()], rate)
-    if self._summary_dir:
+    values = dict(run_values.results)
+    step = int(values.pop("global_step"))
+    rate = self._progress.record(step, values)
+    if self._step_log:
+      digest = (run_context.session.run(self._digest)
+                if rate is not None and self._digest is not None else None)
+      self._step_log.write(step, values["loss"], values["learning_rate"],
+                           digest)
+    if rate is not None and self._summary_dir:
       writer = tf.summary.FileWriterCache.get(self._summary_dir)
       writer.add_summary(tf.Summary(value=[tf.Summary.Value(
           tag="images_per_sec", simple_value=rate)]), step)
-
-  def _reported(self):
-    return [k for k in self._fetches if k != "global_step"]
-
-  def images_per_sec(self):
-    """Mean global images/sec after the first step; None if too few steps."""
-    if self._steps < 2:
-      return None
-    elapsed = self._last_step_time - self._first_step_time
-    return (self._steps - 1) * self._global_batch / elapsed
 
 
 class FinalHook(tf.train.SessionRunHook):

@@ -75,3 +75,16 @@ def loss_and_accuracy(logits, labels):
       labels=labels, logits=logits))
   correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)
   return loss, tf.reduce_mean(tf.cast(correct, tf.float32))
+
+
+def weight_digest(params):
+  """float64 [2 * num_vars]: sum and sum of squares of each variable.
+
+  The same weights give bitwise the same digest (same kernel, same data), so
+  comparing ranks' digests tells whether they stayed in sync. Graph or eager.
+  """
+  parts = []
+  for variable in params.values():
+    values = tf.cast(variable, tf.float64)
+    parts += [tf.reduce_sum(values), tf.reduce_sum(tf.square(values))]
+  return tf.stack(parts)

@@ -16,43 +16,20 @@ import horovod
 import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
-from flags import data as data_flags
-from flags import performance as performance_flags
-from flags import training as training_flags
+from flags import define_trainer_flags
 from legacy_hvd import cli
 from legacy_hvd import evaluation
 from legacy_hvd import hooks
 from legacy_hvd import model
+from legacy_hvd import optimizers
 from legacy_hvd import results
 from legacy_hvd import runtime
 from legacy_hvd import schedule
 from legacy_hvd.config import Config
+from legacy_hvd.progress import Progress
+from legacy_hvd.progress import StepLog
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import pipeline
-
-MOMENTUM = 0.9   # --optimizer=momentum: fraction of the last update kept
-
-
-def make_optimizer(name, learning_rate):
-  if name == "adam":
-    return tf.train.AdamOptimizer(learning_rate)
-  if name == "momentum":
-    return tf.train.MomentumOptimizer(learning_rate, MOMENTUM)
-  return tf.train.GradientDescentOptimizer(learning_rate)
-
-
-def weight_digest(params):
-  """float64 [2 * num_vars]: sum and sum of squares of each variable.
-
-  The same weights give bitwise the same digest (same kernel, same data), so
-  comparing the ranks' digests tells whether they stayed in sync.
-  """
-  parts = []
-  for variable in params.values():
-    values = tf.cast(variable, tf.float64)
-    parts += [tf.reduce_sum(values), tf.reduce_sum(tf.square(values))]
-  return tf.stack(parts)
-
 
 def session_config(config, local_rank, local_size):
   session = tf.ConfigProto()
@@ -68,10 +45,9 @@ def session_config(config, local_rank, local_size):
 
 def train(config, data, rank, size, local_rank, local_size):
   """Builds the graph, trains, evaluates; returns the summary dict (all ranks)."""
-  num_train = len(data.train_labels)
-  steps_per_epoch = schedule.steps_per_epoch(num_train, config.batch_size, size)
+  steps_per_epoch = schedule.steps_per_epoch(len(data.train_labels),
+                                             config.batch_size, size)
   max_steps = config.max_steps or config.epochs * steps_per_epoch
-  global_batch = config.batch_size * size
 
   global_step = tf.train.get_or_create_global_step()
   train_images = tf.placeholder(tf.uint8, data.train_images.shape)
@@ -79,7 +55,8 @@ def train(config, data, rank, size, local_rank, local_size):
   # Horovod: each rank reads its own shard of the training set.
   dataset = pipeline.train_batches(train_images, train_labels,
                                    config.batch_size, num_shards=size,
-                                   shard_index=rank, seed=config.seed)
+                                   shard_index=rank, seed=config.seed,
+                                   augment=config.augment)
   iterator = tf.data.make_initializable_iterator(dataset)
   images, labels = iterator.get_next()
 
@@ -90,7 +67,8 @@ def train(config, data, rank, size, local_rank, local_size):
   learning_rate = schedule.learning_rate(
       global_step, config.lr, schedule.lr_scale(config.lr_scaling, size),
       warmup_steps=round(config.warmup_epochs * steps_per_epoch))
-  optimizer = make_optimizer(config.optimizer, learning_rate)
+  optimizer = optimizers.v1(config.optimizer, learning_rate,
+                            config.adam_epsilon)
   # Horovod: average gradients over all ranks with allreduce before updating.
   optimizer = hvd.DistributedOptimizer(
       optimizer,
@@ -99,6 +77,10 @@ def train(config, data, rank, size, local_rank, local_size):
       backward_passes_per_step=config.backward_passes_per_step,
       average_aggregated_gradients=True)
   train_op = optimizer.minimize(loss, global_step=global_step)
+  with tf.control_dependencies([train_op]):
+    # The step this run ended at; a plain read might see it before or after
+    # the increment.
+    step_after = global_step.read_value()
   for name, value in (("loss", loss), ("accuracy", accuracy),
                       ("learning_rate", learning_rate)):
     tf.summary.scalar(name, value)
@@ -108,18 +90,16 @@ def train(config, data, rank, size, local_rank, local_size):
   test_set = evaluation.Evaluation(
       data.test_images.shape, params, num_shards=size, shard_index=rank,
       sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
-  all_digests = hvd.allgather(weight_digest(params)[None])
+  digest = model.weight_digest(params)
+  all_digests = hvd.allgather(digest[None])
 
   def finish(session):
-    metrics = test_set.run(session, data.test_images, data.test_labels)
-    metrics["weight_digests"] = session.run(all_digests).tolist()
-    return metrics
+    return (test_set.run(session, data.test_images, data.test_labels),
+            session.run(all_digests).tolist())
 
-  progress = hooks.ProgressHook(
-      {"global_step": global_step, "loss": loss, "accuracy": accuracy,
-       "learning_rate": learning_rate},
-      config.log_every_n_steps, global_batch,
-      summary_dir=config.model_dir if rank == 0 else None, log=rank == 0)
+  progress = Progress(config.log_every_n_steps, config.batch_size * size,
+                      log=rank == 0)
+  step_log = StepLog(config.step_log if rank == 0 else None)
   final = hooks.FinalHook(finish)
   train_hooks = [
       # Horovod: start every rank from rank 0's variables: its fresh initial
@@ -131,7 +111,11 @@ def train(config, data, rank, size, local_rank, local_size):
           iterator.initializer,
           lambda: {train_images: data.train_images,
                    train_labels: data.train_labels}),
-      progress,
+      hooks.ProgressHook(
+          progress, {"global_step": step_after, "loss": loss,
+                     "accuracy": accuracy, "learning_rate": learning_rate},
+          summary_dir=config.model_dir if rank == 0 else None,
+          step_log=step_log, digest=digest),
       final,
   ]
   # Horovod: only rank 0 saves checkpoints and summaries, so other ranks
@@ -144,30 +128,12 @@ def train(config, data, rank, size, local_rank, local_size):
       save_summaries_steps=config.log_every_n_steps,
       log_step_count_steps=None) as session:
     while not session.should_stop():
-      session.run(train_op)
+      session.run(step_after)
+  step_log.close()
 
-  final_step = int(progress.last_values.get("global_step", progress.start_step))
-  summary = dict(final.result)
-  summary.update({
-      "world_size": size,
-      "batch_size_per_worker": config.batch_size,
-      "global_batch": global_batch,
-      "start_step": progress.start_step,
-      "steps": final_step,
-      "steps_per_epoch": steps_per_epoch,
-      "epochs": final_step / steps_per_epoch,
-      "final_train_loss": _maybe_float(progress.last_values.get("loss")),
-      "final_train_accuracy": _maybe_float(
-          progress.last_values.get("accuracy")),
-      "images_per_sec": progress.images_per_sec(),
-      "weights_in_sync": all(d == summary["weight_digests"][0]
-                             for d in summary["weight_digests"]),
-  })
-  return summary
-
-
-def _maybe_float(value):
-  return None if value is None else float(value)
+  metrics, weight_digests = final.result
+  return results.run_summary(metrics, weight_digests, progress, size,
+                             config.batch_size, steps_per_epoch)
 
 
 def check_model_dir(path):
@@ -206,7 +172,8 @@ def main(argv):
                     "tensorflow_version": tf.__version__,
                     "horovod_version": horovod.__version__,
                     "flags": config.as_dict()})
-    path = results.write_results(config.model_dir, summary)
+    path = results.write_json(
+        os.path.join(config.model_dir, results.RESULTS_FILE), summary)
     logging.info("Test accuracy %.4f over %d images; results in %s",
                  summary["test_accuracy"], summary["test_examples"], path)
     if not summary["weights_in_sync"]:
@@ -214,15 +181,9 @@ def main(argv):
                f"{path}")
 
 
-def define_flags():
-  training_flags.define_training()
-  data_flags.define_data()
-  performance_flags.define_performance()
-
-
 def run():
   """Console-script entry point (legacy-hvd-train)."""
-  define_flags()
+  define_trainer_flags()
   cli.run(main)
 
 

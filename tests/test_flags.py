@@ -2,18 +2,14 @@
 from absl import flags
 import pytest
 
-from flags import data
-from flags import performance
-from flags import training
+from flags import define_trainer_flags
 from legacy_hvd.config import Config
 from tests.helpers import horovodrun, run_module
 
 
 def parse(*args):
   flag_values = flags.FlagValues()
-  training.define_training(flag_values)
-  data.define_data(flag_values)
-  performance.define_performance(flag_values)
+  define_trainer_flags(flag_values)
   flag_values(["prog", *args])
   return flag_values
 

@@ -5,9 +5,7 @@ import re
 from absl import flags
 import pytest
 
-from flags import data
-from flags import performance
-from flags import training
+from flags import define_trainer_flags
 from tests.helpers import REPO
 
 README = open(os.path.join(REPO, "README.md")).read()
@@ -29,9 +27,7 @@ def test_horovod_touch_points_point_at_horovod_lines():
 
 def all_flags():
   flag_values = flags.FlagValues()
-  for define in (training.define_training, data.define_data,
-                 performance.define_performance):
-    define(flag_values)
+  define_trainer_flags(flag_values)
   return flag_values
 
 

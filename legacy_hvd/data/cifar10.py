@@ -18,6 +18,7 @@ Layouts (`data_dir` may name any of them, or a directory holding one):
 Any damage is reported as one `DataError` naming the file and what is wrong.
 """
 import collections
+import gzip
 import io
 import os
 import pickle
@@ -107,7 +108,11 @@ def _read_dir(directory, names):
 
 def _load_archive(path):
   try:
-    with tarfile.open(path, "r:gz") as tar:
+    # Decompress whole first: gzip checks its CRC at the end, while tarfile
+    # would take damage midway for the end of the archive and say less.
+    with gzip.open(path) as stream:
+      unpacked = io.BytesIO(stream.read())
+    with tarfile.open(fileobj=unpacked) as tar:
       members = {m.name: m for m in tar.getmembers() if m.isfile()}
       for layout_dir, names, test_name, reader in (
           (BIN_DIR, BIN_FILES, BIN_TEST, _parse_bin),
@@ -179,9 +184,11 @@ class _NumpyOnlyUnpickler(pickle.Unpickler):
 
   A pickle can run arbitrary code when loaded; a data file has no need to.
   """
-  ALLOWED = {"_reconstruct", "ndarray", "dtype", "scalar"}
+  NUMPY_NAMES = {"_reconstruct", "ndarray", "dtype", "scalar"}
 
   def find_class(self, module, name):
-    if module.split(".")[0] == "numpy" and name in self.ALLOWED:
+    # Python 3 pickles of bytes at protocol 2 rebuild them with _codecs.encode.
+    if ((module.split(".")[0] == "numpy" and name in self.NUMPY_NAMES)
+        or (module, name) == ("_codecs", "encode")):
       return super().find_class(module, name)
     raise pickle.UnpicklingError(f"refusing to load {module}.{name}")

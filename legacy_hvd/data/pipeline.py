@@ -30,24 +30,31 @@ def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
                   augment=False):
   """Endless shuffled training batches of this rank's shard.
 
-  Sharding comes before shuffling so the ranks split the examples once and
-  never overlap; the seeded shuffle reorders the shard differently each epoch
-  but identically across runs. Every rank gets whole batches only
-  (drop_remainder), so all ranks run the same steps with the same shapes.
+  The pipeline shuffles example indices, not images: sharding comes before
+  shuffling so the ranks split the examples once and never overlap, and the
+  seeded shuffle reorders the shard differently each epoch but identically
+  across runs. Pixels are gathered a whole batch at a time. Every rank gets
+  whole batches only (drop_remainder), so all ranks run the same steps.
   """
-  dataset = tf.data.Dataset.from_tensor_slices((images, labels))
-  dataset = dataset.shard(num_shards, shard_index)
-  dataset = dataset.shuffle(_shard_size(images, num_shards), seed=seed,
-                            reshuffle_each_iteration=True)
-  dataset = dataset.repeat()
+  images = tf.convert_to_tensor(images)
+  labels = tf.convert_to_tensor(labels)
+  num_examples = tf.shape(labels, out_type=tf.int64)[0]
+  indices = tf.data.Dataset.range(num_examples).shard(num_shards, shard_index)
+  indices = indices.shuffle(_shard_size(labels, num_shards), seed=seed,
+                            reshuffle_each_iteration=True).repeat()
   if augment:
     # Stateless ops keyed by (seed, rank, position) keep augmentation
-    # reproducible even though the map runs in parallel.
-    dataset = dataset.enumerate().map(
-        lambda index, example: _augment(example, [seed * 1000 + shard_index,
-                                                  index]),
+    # reproducible although the map runs in parallel.
+    dataset = indices.enumerate().map(
+        lambda position, index: (_augment(
+            tf.gather(images, index), [seed * 1000 + shard_index, position]),
+                                 tf.gather(labels, index)),
         num_parallel_calls=tf.data.AUTOTUNE)
-  dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+  else:
+    dataset = indices.batch(batch_size, drop_remainder=True).map(
+        lambda batch: (tf.gather(images, batch), tf.gather(labels, batch)),
+        num_parallel_calls=tf.data.AUTOTUNE)
   # Normalizing whole batches costs one op per batch instead of one per image.
   dataset = dataset.map(lambda x, y: (normalize(x), y),
                         num_parallel_calls=tf.data.AUTOTUNE)
@@ -64,16 +71,14 @@ def test_batches(images, labels, num_shards, shard_index,
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _shard_size(images, num_shards):
-  return -(-int(images.shape[0]) // num_shards)
+def _shard_size(labels, num_shards):
+  return -(-int(labels.shape[0]) // num_shards)
 
 
-def _augment(example, seed):
+def _augment(image, seed):
   """Random 32x32 crop of the 4-pixel zero-padded image, random h-flip."""
-  image, label = example
   seed = tf.cast(tf.stack(seed), tf.int64)
   padded = tf.pad(image, [[PAD_PIXELS, PAD_PIXELS], [PAD_PIXELS, PAD_PIXELS],
                           [0, 0]])
   image = tf.image.stateless_random_crop(padded, tf.shape(image), seed=seed)
-  image = tf.image.stateless_random_flip_left_right(image, seed=seed + 1)
-  return image, label
+  return tf.image.stateless_random_flip_left_right(image, seed=seed + 1)

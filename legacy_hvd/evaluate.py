@@ -1,0 +1,105 @@
+"""Scores a trained model's latest checkpoint on the CIFAR-10 test set.
+
+    horovodrun -np 4 python -m legacy_hvd.evaluate --model_dir=DIR [--data_dir=...]
+
+Rank 0 restores the checkpoint and broadcasts the weights, so only rank 0
+needs to see the files; every rank then scores its shard of the test set and
+the counts are summed with allreduce. Rank 0 prints test accuracy, loss and a
+per-class accuracy table, and with --results_file writes them as JSON.
+"""
+import os
+
+from absl import flags
+from absl import logging
+import horovod.tensorflow as hvd
+import tensorflow.compat.v1 as tf
+
+from flags import data as data_flags
+from flags import output as output_flags
+from legacy_hvd import cli
+from legacy_hvd import evaluation
+from legacy_hvd import model
+from legacy_hvd import results
+from legacy_hvd import runtime
+from legacy_hvd.data import cifar10
+
+FLAGS = flags.FLAGS
+
+
+def latest_checkpoint_or_fail(model_dir):
+  if not os.path.isdir(model_dir):
+    cli.fail(f"--model_dir={model_dir}: no such directory; expected a "
+             "directory the trainer wrote")
+  path = tf.train.latest_checkpoint(model_dir)
+  if path is None:
+    cli.fail(f"--model_dir={model_dir}: holds no checkpoint; expected one "
+             "written by legacy_hvd.train")
+  return path
+
+
+def format_table(metrics):
+  lines = [f"{'class':<12} accuracy"]
+  for name, accuracy in zip(cifar10.CLASS_NAMES, metrics["per_class_accuracy"]):
+    lines.append(f"{name:<12} " + ("-" if accuracy is None
+                                   else f"{accuracy:.4f}"))
+  lines.append(f"{'all':<12} {metrics['test_accuracy']:.4f} "
+               f"({metrics['test_examples']} images, loss "
+               f"{metrics['test_loss']:.4f})")
+  return "\n".join(lines)
+
+
+def evaluate(checkpoint, data, rank, size, local_size):
+  """Restores `checkpoint` on rank 0, scores the test set on all; metrics."""
+  params = model.create_variables(seed=0)   # values come from the checkpoint
+  # Horovod: the test-set counts are summed over all ranks.
+  test_set = evaluation.Evaluation(
+      data.test_images.shape, params, num_shards=size, shard_index=rank,
+      sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
+  # Horovod: every rank takes rank 0's restored weights.
+  broadcast = hvd.broadcast_global_variables(0)
+  saver = tf.train.Saver(list(params.values()))
+  intra, inter = runtime.cpu_threads(local_size)
+  config = tf.ConfigProto(intra_op_parallelism_threads=intra,
+                          inter_op_parallelism_threads=inter)
+  with tf.Session(config=config) as session:
+    session.run(tf.global_variables_initializer())
+    if rank == 0:
+      try:
+        saver.restore(session, checkpoint)
+      except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
+        cli.fail(f"{checkpoint}: not a checkpoint of this model "
+                 f"({e.message.splitlines()[0]})")
+    session.run(broadcast)
+    return test_set.run(session, data.test_images, data.test_labels)
+
+
+def main(argv):
+  del argv
+  tf.disable_v2_behavior()
+  checkpoint = latest_checkpoint_or_fail(FLAGS.model_dir)
+  try:
+    data = cifar10.load(FLAGS.data_dir)
+  except cifar10.DataError as e:
+    cli.fail(str(e))
+  # Horovod: initialize, once the inputs are known to be usable.
+  hvd.init()
+  metrics = evaluate(checkpoint, data, hvd.rank(), hvd.size(),
+                     hvd.local_size())
+  if hvd.rank() == 0:
+    metrics.update({"checkpoint": checkpoint, "data_source": data.source,
+                    "world_size": hvd.size()})
+    logging.info("Evaluated %s on %s", checkpoint, data.source)
+    print(format_table(metrics), flush=True)
+    if FLAGS.results_file:
+      results.write_json(FLAGS.results_file, metrics)
+
+
+def run():
+  output_flags.define_output()
+  output_flags.define_results_file()
+  data_flags.define_data()
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

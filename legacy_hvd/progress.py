@@ -1,0 +1,78 @@
+"""Training progress bookkeeping shared by the TF1 hook and the TF2 loop.
+
+    progress = Progress(every_n_steps=50, global_batch=256, log=rank == 0)
+    progress.start(first_step)
+    rate = progress.record(step, {"loss": 0.3, ...})   # images/sec when logged
+    progress.images_per_sec()                          # over the whole run
+
+Also StepLog: one JSON line per step, for tools/compare_paths.py.
+"""
+import json
+import time
+
+from absl import logging
+
+
+class Progress:
+
+  def __init__(self, every_n_steps, global_batch, log=True):
+    self._every_n = every_n_steps
+    self._global_batch = global_batch
+    self._log = log
+    self.start_step = None
+    self.last_step = None
+    self.last_values = {}
+    self._steps = 0
+    self._first_time = self._last_time = None
+
+  def start(self, step):
+    self.start_step = self.last_step = step
+    self._window = (step, time.perf_counter())
+    if self._log and step:
+      logging.info("Resuming from global step %d", step)
+
+  def record(self, step, values):
+    """Notes a finished step; logs and returns images/sec every n steps."""
+    now = time.perf_counter()
+    self.last_step, self.last_values = step, values
+    self._steps += 1
+    self._last_time = now
+    if self._first_time is None:
+      # The first step builds kernels and fills buffers: timing starts after.
+      self._first_time = now
+    if step % self._every_n:
+      return None
+    window_step, window_time = self._window
+    rate = (step - window_step) * self._global_batch / (now - window_time)
+    self._window = (step, now)
+    if self._log:
+      logging.info("step %d: %s, %.0f images/sec", step, ", ".join(
+          f"{name} {float(value):.4g}" for name, value in values.items()), rate)
+    return rate
+
+  def images_per_sec(self):
+    """Mean global images/sec after the first step; None if too few steps."""
+    if self._steps < 2:
+      return None
+    return ((self._steps - 1) * self._global_batch
+            / (self._last_time - self._first_time))
+
+
+class StepLog:
+  """Appends {"step", "loss", "learning_rate"[, "weight_digest"]} lines."""
+
+  def __init__(self, path):
+    self._file = open(path, "a", buffering=1) if path else None
+
+  def write(self, step, loss, learning_rate, digest=None):
+    if self._file is None:
+      return
+    record = {"step": int(step), "loss": float(loss),
+              "learning_rate": float(learning_rate)}
+    if digest is not None:
+      record["weight_digest"] = [float(d) for d in digest]
+    self._file.write(json.dumps(record) + "\n")
+
+  def close(self):
+    if self._file is not None:
+      self._file.close()

@@ -1,0 +1,208 @@
+"""The TF2 twin of legacy_hvd.train: tf.function + hvd.DistributedGradientTape.
+
+    horovodrun -np 4 python -m legacy_hvd.train_tf2 --batch_size=64 [--optimizer_impl=keras]
+
+Same flags, data pipeline, model (same variables and initial values for the
+same --seed), learning-rate scaling and warm-up, rank-0 logging and
+results.json as the TF1 path, so the two can be compared step by step
+(tools/compare_paths.py). Checkpoints are TF2 object-based ones, in their own
+--model_dir. `grep -n "Horovod:"` lists every distributed touch point.
+"""
+import os
+
+from absl import flags
+from absl import logging
+import horovod
+import horovod.tensorflow as hvd
+import tensorflow as tf
+
+from flags import define_trainer_flags
+from flags import tf2 as tf2_flags
+from legacy_hvd import cli
+from legacy_hvd import evaluation
+from legacy_hvd import model
+from legacy_hvd import optimizers
+from legacy_hvd import results
+from legacy_hvd import runtime
+from legacy_hvd import schedule
+from legacy_hvd.config import Config
+from legacy_hvd.data import cifar10
+from legacy_hvd.data import pipeline
+from legacy_hvd.progress import Progress
+from legacy_hvd.progress import StepLog
+from legacy_hvd.train import check_model_dir
+
+
+def pin_devices(config, local_rank, local_size):
+  # Horovod: pin each process to one GPU: the one numbered by its local rank.
+  # (tf.ConfigProto and tf.Session do nothing for a tf.function loop.)
+  gpus = tf.config.list_physical_devices("GPU")
+  if gpus:
+    tf.config.experimental.set_memory_growth(gpus[local_rank], True)
+    tf.config.set_visible_devices(gpus[local_rank], "GPU")
+  # Horovod: on CPU the cores are what the local ranks share: give each its part.
+  intra, inter = runtime.cpu_threads(local_size, config.intra_op_threads,
+                                     config.inter_op_threads)
+  tf.config.threading.set_intra_op_parallelism_threads(intra)
+  tf.config.threading.set_inter_op_parallelism_threads(inter)
+
+
+def optimizer_variables(optimizer):
+  # v1 optimizers have a variables() method, Keras ones a property.
+  variables = optimizer.variables
+  return list(variables() if callable(variables) else variables)
+
+
+def train(config, data, rank, size):
+  """Trains and evaluates eagerly; returns the summary dict (all ranks)."""
+  steps_per_epoch = schedule.steps_per_epoch(len(data.train_labels),
+                                             config.batch_size, size)
+  max_steps = config.max_steps or config.epochs * steps_per_epoch
+
+  params = {name: tf.Variable(model.initial_value(name, config.seed),
+                              name=name)
+            for name in model.PARAM_SHAPES}
+  trainable = list(params.values())
+  step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+  # Horovod: scale the learning rate with the number of workers, warming up.
+  scale = schedule.lr_scale(config.lr_scaling, size)
+  warmup_steps = round(config.warmup_epochs * steps_per_epoch)
+  learning_rate = lambda: schedule.learning_rate(step, config.lr, scale,
+                                                 warmup_steps)
+  make_optimizer = getattr(optimizers, config.optimizer_impl)
+  optimizer = make_optimizer(config.optimizer, learning_rate,
+                             config.adam_epsilon)
+  compression = (hvd.Compression.fp16 if config.fp16_allreduce
+                 else hvd.Compression.none)
+
+  checkpoint = tf.train.Checkpoint(
+      step=step, optimizer=optimizer,
+      **{name.replace("/", "_"): variable for name, variable in params.items()})
+  manager = tf.train.CheckpointManager(checkpoint, config.model_dir,
+                                       max_to_keep=5) if rank == 0 else None
+  if manager and manager.latest_checkpoint:
+    # Optimizer slots do not exist yet: they are restored when first built.
+    checkpoint.restore(manager.latest_checkpoint)
+  # Horovod: start every rank from rank 0's weights and step (fresh or
+  # restored). The optimizer's state is broadcast after the first step,
+  # once it exists.
+  hvd.broadcast_variables(trainable + [step], root_rank=0)
+
+  @tf.function
+  def train_step(images, labels, first_step):
+    with tf.GradientTape() as tape:
+      loss, accuracy = model.loss_and_accuracy(model.forward(images, params),
+                                               labels)
+    # Horovod: wrap the tape: gradient() averages over ranks with allreduce.
+    tape = hvd.DistributedGradientTape(tape, compression=compression)
+    gradients = tape.gradient(loss, trainable)
+    rate = learning_rate()
+    if config.optimizer_impl == "v1":
+      optimizer.apply_gradients(zip(gradients, trainable), global_step=step)
+    else:
+      optimizer.apply_gradients(zip(gradients, trainable))
+      step.assign_add(1)
+    if first_step:
+      # Horovod: broadcast the now-built optimizer state (and weights again,
+      # in case a restored rank 0 applied restored slots) from rank 0.
+      hvd.broadcast_variables(trainable + optimizer_variables(optimizer),
+                              root_rank=0)
+    return loss, accuracy, rate
+
+  # Horovod: each rank reads its own shard of the training set.
+  dataset = pipeline.train_batches(data.train_images, data.train_labels,
+                                   config.batch_size, num_shards=size,
+                                   shard_index=rank, seed=config.seed,
+                                   augment=config.augment)
+  progress = Progress(config.log_every_n_steps, config.batch_size * size,
+                      log=rank == 0)
+  step_log = StepLog(config.step_log if rank == 0 else None)
+  writer = (tf.summary.create_file_writer(config.model_dir) if rank == 0
+            else tf.summary.create_noop_writer())
+  progress.start(int(step.numpy()))
+  first = True
+  with writer.as_default():
+    # Every rank runs the same number of steps: they share `step`.
+    for images, labels in dataset.take(max(0, max_steps - int(step.numpy()))):
+      loss, accuracy, rate = train_step(images, labels, first)
+      first = False
+      current = int(step.numpy())
+      values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
+                "learning_rate": rate.numpy()}
+      speed = progress.record(current, values)
+      digest = None
+      if speed is not None:
+        digest = model.weight_digest(params).numpy()
+        for name, value in dict(values, images_per_sec=speed).items():
+          tf.summary.scalar(name, value, step=current)
+      step_log.write(current, values["loss"], values["learning_rate"], digest)
+      if manager and current % config.save_checkpoints_steps == 0:
+        manager.save(checkpoint_number=current)
+  step_log.close()
+  if manager and manager.latest_checkpoint != _checkpoint_path(manager, step):
+    manager.save(checkpoint_number=int(step.numpy()))
+
+  metrics = evaluate(params, data, rank, size)
+  # Horovod: gather every rank's weight digest to check they stayed in sync.
+  digests = hvd.allgather(model.weight_digest(params)[None]).numpy().tolist()
+  return results.run_summary(metrics, digests, progress, size,
+                             config.batch_size, steps_per_epoch)
+
+
+def _checkpoint_path(manager, step):
+  return os.path.join(manager.directory, f"ckpt-{int(step.numpy())}")
+
+
+def evaluate(params, data, rank, size):
+  """Scores this rank's test shard; the counts are summed over all ranks."""
+  counts_of = tf.function(lambda images, labels: evaluation.batch_counts(
+      model.forward(images, params), labels))
+  local = tf.zeros([1 + 2 * evaluation.NUM_CLASSES], tf.float64)
+  for images, labels in pipeline.test_batches(
+      data.test_images, data.test_labels, num_shards=size, shard_index=rank):
+    local += counts_of(images, labels)
+  # Horovod: add up every rank's counts.
+  total = hvd.allreduce(local, op=hvd.Sum)
+  return evaluation.metrics_from_counts(total.numpy())
+
+
+def main(argv):
+  del argv
+  config = Config.from_flags(flags.FLAGS)
+  check_model_dir(config.model_dir)
+  try:
+    data = cifar10.load(config.data_dir)
+  except cifar10.DataError as e:
+    cli.fail(str(e))
+
+  # Horovod: initialize Horovod, once the inputs are known to be usable.
+  hvd.init()
+  rank, size = hvd.rank(), hvd.size()
+  pin_devices(config, hvd.local_rank(), hvd.local_size())
+  if rank == 0:
+    logging.info("TF2 path (%s optimizer) on %s: %d train, %d test images; "
+                 "%d workers", config.optimizer_impl, data.source,
+                 len(data.train_labels), len(data.test_labels), size)
+  summary = train(config, data, rank, size)
+  if rank == 0:
+    summary.update({"path": "tf2", "data_source": data.source,
+                    "tensorflow_version": tf.__version__,
+                    "horovod_version": horovod.__version__,
+                    "flags": config.as_dict()})
+    path = results.write_json(
+        os.path.join(config.model_dir, results.RESULTS_FILE), summary)
+    logging.info("Test accuracy %.4f over %d images; results in %s",
+                 summary["test_accuracy"], summary["test_examples"], path)
+    if not summary["weights_in_sync"]:
+      cli.fail("ranks ended with different weights; see weight_digests in "
+               f"{path}")
+
+
+def run():
+  define_trainer_flags()
+  tf2_flags.define_tf2()
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

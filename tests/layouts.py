@@ -1,0 +1,54 @@
+"""Writes CIFAR-10 in each official layout, the way the publisher packs it."""
+import os
+import pickle
+import tarfile
+
+import numpy as np
+
+from legacy_hvd.data import cifar10
+
+
+def planes(images):
+  """uint8 [N, 32, 32, 3] -> [N, 3072]: red plane, green, blue, row-major."""
+  return images.transpose(0, 3, 1, 2).reshape(len(images), -1)
+
+
+def split(images, labels, parts):
+  return zip(np.array_split(images, parts), np.array_split(labels, parts))
+
+
+def write_bin_layout(root, data):
+  layout = os.path.join(root, cifar10.BIN_DIR)
+  os.makedirs(layout)
+  chunks = list(split(data.train_images, data.train_labels, 5)) + [
+      (data.test_images, data.test_labels)]
+  for name, (images, labels) in zip(cifar10.BIN_FILES + (cifar10.BIN_TEST,),
+                                    chunks):
+    records = np.concatenate([labels[:, None].astype(np.uint8),
+                              planes(images)], axis=1)
+    records.tofile(os.path.join(layout, name))
+  return layout
+
+
+def write_py_layout(root, data):
+  """Pickled dicts with bytes keys, as the Python 2 originals unpickle."""
+  layout = os.path.join(root, cifar10.PY_DIR)
+  os.makedirs(layout)
+  chunks = list(split(data.train_images, data.train_labels, 5)) + [
+      (data.test_images, data.test_labels)]
+  for name, (images, labels) in zip(cifar10.PY_FILES + (cifar10.PY_TEST,),
+                                    chunks):
+    batch = {b"batch_label": name.encode(), b"labels": labels.tolist(),
+             b"data": planes(images),
+             b"filenames": [b"%d.png" % i for i in range(len(labels))]}
+    with open(os.path.join(layout, name), "wb") as f:
+      pickle.dump(batch, f, protocol=2)
+  with open(os.path.join(layout, "batches.meta"), "wb") as f:
+    pickle.dump({b"label_names": [n.encode() for n in cifar10.CLASS_NAMES]}, f)
+  return layout
+
+
+def archive(layout, path):
+  with tarfile.open(path, "w:gz", compresslevel=1) as tar:
+    tar.add(layout, arcname=os.path.basename(layout))
+  return path

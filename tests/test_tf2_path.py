@@ -1,0 +1,57 @@
+"""The TF2 path: parity with the TF1 path, the compare tool, and resuming."""
+import json
+import subprocess
+import sys
+
+from tests.helpers import REPO, assert_ok, horovodrun, read_results
+
+STEPS = 30
+
+
+def test_compare_paths_v1_is_exact_and_keras_diverges(tmp_path, isolated_cache):
+  out = tmp_path / "compare"
+  process = subprocess.run(
+      [sys.executable, "tools/compare_paths.py", "--np", "2", "--steps",
+       str(STEPS), "--digest_every", "10", "--out", str(out),
+       "--impls", "v1,keras"], cwd=REPO, capture_output=True, text=True,
+      timeout=600)
+  assert_ok(process)
+  report = json.loads((out / "report.json").read_text())
+  v1, keras = report["comparisons"]
+  assert v1["name"] == "tf2-v1" and v1["steps_compared"] == STEPS
+  assert v1["max_abs_loss_diff"] <= 1e-4 and v1["within_tolerance"]
+  assert v1["max_abs_final_weight_diff"] <= 1e-4
+  assert v1["digest_steps"] == [10, 20, 30]
+  assert v1["max_abs_weight_digest_diff"] <= 1e-4
+  assert keras["within_tolerance"] is False
+  assert keras["first_step_beyond_tolerance"] is not None
+  assert "epsilon is 1e-7" in keras["cause"]
+  for run in report["runs"]:
+    assert run["steps"] == STEPS and run["weights_in_sync"]
+  markdown = (out / "report.md").read_text()
+  assert "| test accuracy |" in markdown and "Cause:" in markdown
+  assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tf2_path_resumes_from_its_checkpoint(tmp_path, isolated_cache):
+  model_dir = tmp_path / "tf2"
+  args = [f"--model_dir={model_dir}", "--log_every_n_steps=10"]
+  assert_ok(horovodrun(2, "legacy_hvd.train_tf2", args + ["--max_steps=20"]))
+  first = read_results(model_dir)
+  assert first["path"] == "tf2" and first["steps"] == 20
+  assert first["weights_in_sync"] and first["test_examples"] == 2000
+  second = horovodrun(2, "legacy_hvd.train_tf2", args + ["--max_steps=30"])
+  assert_ok(second)
+  resumed = read_results(model_dir)
+  assert resumed["start_step"] == 20 and resumed["steps"] == 30
+  assert resumed["weights_in_sync"]
+
+
+def test_tf2_rejects_gradient_accumulation_in_one_line(tmp_path):
+  process = horovodrun(2, "legacy_hvd.train_tf2",
+                       ["--backward_passes_per_step=2",
+                        f"--model_dir={tmp_path}/m"], timeout=90)
+  assert process.returncode != 0
+  errors = [l for l in (process.stdout + process.stderr).splitlines()
+            if ": error: " in l]
+  assert len(errors) == 1 and "--backward_passes_per_step" in errors[0]

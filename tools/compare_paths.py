@@ -1,0 +1,262 @@
+"""Runs the TF1 and TF2 paths side by side and reports where they differ.
+
+    python tools/compare_paths.py --np 2 --steps 200 --out DIR [--impls v1,keras]
+
+Each path runs under `horovodrun -np N` with the same seed, initial weights
+and data order, for the same number of steps, logging every step's loss and,
+every --digest_every steps, a digest of the weights. Writes
+  DIR/report.json   every figure below, machine-readable
+  DIR/report.md     side-by-side table: final loss, test accuracy, images/sec,
+                    max and mean |loss difference|, first step beyond the
+                    tolerance, max |final weight difference|, and the cause
+  DIR/curves.png    both loss curves and their difference (matplotlib)
+The runs themselves stay in DIR/<path>/ (checkpoints, results.json, steps.jsonl).
+Any other trainer flag can follow `--`, e.g. `-- --data_dir=... --optimizer=sgd`.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+TOLERANCE = 1e-4          # absolute, on per-step loss and final weights
+TIMEOUT_SECONDS = 1800    # one horovodrun job
+# With one intra-op thread, TF1's DirectSession and TF2's function runtime
+# run single-threaded kernels that round differently (an ulp of the loss by
+# step 4, amplified by Adam's first steps); from two threads on, the paths
+# are bitwise identical. Measured with this tool; see README.
+PARITY_THREADS = 2
+EXACT_FLOOR = 1e-12       # where a zero difference is drawn on the log axis
+# Why a path may part from the TF1 one, keyed by (implementation, optimizer).
+CAUSES = {
+    ("keras", "adam"): "Keras Adam's default epsilon is 1e-7, ten times "
+                       "tf.compat.v1.train.AdamOptimizer's 1e-8 (the "
+                       "difference shows from step 2). With epsilon matched "
+                       "(the keras-eps1e-8 run) a smaller gap remains: v1 "
+                       "keeps beta1^t and beta2^t as running float32 "
+                       "products, Keras recomputes them with pow(beta, t), "
+                       "and the two round differently from a few steps on.",
+    ("keras", "momentum"): "Keras SGD folds the learning rate into the "
+                           "momentum velocity, v1 MomentumOptimizer applies "
+                           "it after; they agree only while the rate is "
+                           "constant (not during warm-up).",
+}
+
+
+def parse_args(argv):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--np", type=int, default=2, help="processes per path")
+  parser.add_argument("--steps", type=int, default=200, help="global steps")
+  parser.add_argument("--out", required=True, help="new or empty directory")
+  parser.add_argument("--impls", default="v1,keras",
+                      help="TF2 optimizer implementations to run: v1, keras, "
+                      "keras-eps1e-8 (Keras Adam with v1's epsilon), "
+                      "comma-separated")
+  parser.add_argument("--seed", type=int, default=1234)
+  parser.add_argument("--digest_every", type=int, default=None,
+                      help="steps between weight digests (default steps/4)")
+  parser.add_argument("--tolerance", type=float, default=TOLERANCE)
+  parser.add_argument("--threads", type=int, default=PARITY_THREADS,
+                      help="TF intra- and inter-op threads per rank, the same "
+                      "in both paths (see PARITY_THREADS)")
+  parser.add_argument("trainer_flags", nargs="*",
+                      help="after --: flags passed to both trainers")
+  args = parser.parse_args(argv)
+  impls = args.impls.split(",")
+  unknown = set(impls) - {"v1", "keras", "keras-eps1e-8"}
+  if unknown or args.np < 1 or args.steps < 1:
+    parser.error(f"expected --np and --steps >= 1 and --impls from v1, keras, "
+                 f"keras-eps1e-8; got --np={args.np} --steps={args.steps} "
+                 f"--impls={args.impls}")
+  if os.path.exists(args.out) and os.listdir(args.out):
+    parser.error(f"--out={args.out}: not empty; expected a new or empty "
+                 "directory (the tool never overwrites earlier runs)")
+  args.impls = impls
+  args.digest_every = args.digest_every or max(1, args.steps // 4)
+  return args
+
+
+def run_path(name, module, extra, args):
+  """Runs one path; returns its directory. Raises SystemExit on failure."""
+  run_dir = os.path.join(args.out, name)
+  flags = [f"--max_steps={args.steps}", f"--seed={args.seed}",
+           f"--model_dir={run_dir}",
+           f"--step_log={os.path.join(args.out, name + '.steps.jsonl')}",
+           f"--log_every_n_steps={args.digest_every}",
+           f"--save_checkpoints_steps={args.steps}",
+           f"--intra_op_threads={args.threads}",
+           f"--inter_op_threads={args.threads}", *extra,
+           *args.trainer_flags]
+  command = ["horovodrun", "-np", str(args.np), "-H", f"localhost:{args.np}",
+             sys.executable, "-m", module, *flags]
+  print(f"compare_paths: running {name}: {' '.join(command)}", flush=True)
+  with open(os.path.join(args.out, name + ".log"), "w") as log:
+    process = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT,
+                             timeout=TIMEOUT_SECONDS)
+  if process.returncode:
+    sys.exit(f"compare_paths: error: the {name} run exited with "
+             f"{process.returncode}; see {log.name}")
+  return run_dir
+
+
+def read_steps(path):
+  with open(path) as f:
+    records = [json.loads(line) for line in f]
+  return {r["step"]: r for r in records}
+
+
+def final_weights(run_dir, tf2):
+  import tensorflow as tf
+  from legacy_hvd import model
+  reader = tf.train.load_checkpoint(run_dir)
+  key = ((lambda n: n.replace("/", "_") + "/.ATTRIBUTES/VARIABLE_VALUE")
+         if tf2 else (lambda n: n))
+  return {name: reader.get_tensor(key(name)) for name in model.PARAM_SHAPES}
+
+
+def compare(reference, other, tolerance):
+  """Figures for one TF2 run against the TF1 run."""
+  steps = sorted(set(reference["steps"]) & set(other["steps"]))
+  diffs = np.array([abs(reference["steps"][s]["loss"] - other["steps"][s]["loss"])
+                    for s in steps])
+  beyond = [s for s, d in zip(steps, diffs) if d > tolerance]
+  digest_steps = [s for s in steps if "weight_digest" in reference["steps"][s]
+                  and "weight_digest" in other["steps"][s]]
+  digest_diff = max((float(np.max(np.abs(
+      np.subtract(reference["steps"][s]["weight_digest"],
+                  other["steps"][s]["weight_digest"])))) for s in digest_steps),
+                    default=None)
+  weight_diff = max(float(np.max(np.abs(reference["weights"][n] -
+                                        other["weights"][n])))
+                    for n in reference["weights"])
+  return {
+      "steps_compared": len(steps),
+      "identical_loss_steps": int(np.sum(diffs == 0)),
+      "max_abs_loss_diff": float(diffs.max()),
+      "mean_abs_loss_diff": float(diffs.mean()),
+      "first_step_beyond_tolerance": beyond[0] if beyond else None,
+      "max_abs_weight_digest_diff": digest_diff,
+      "digest_steps": digest_steps,
+      "max_abs_final_weight_diff": weight_diff,
+      "within_tolerance": not beyond and weight_diff <= tolerance,
+  }
+
+
+def collect(name, run_dir, steps_path, tf2):
+  with open(os.path.join(run_dir, "results.json")) as f:
+    results = json.load(f)
+  return {"name": name, "results": results, "steps": read_steps(steps_path),
+          "weights": final_weights(run_dir, tf2)}
+
+
+def write_markdown(path, report):
+  runs = report["runs"]
+  header = "| | " + " | ".join(r["name"] for r in runs) + " |"
+  rows = [header, "|---" * (len(runs) + 1) + "|"]
+
+  def row(label, values):
+    rows.append(f"| {label} | " + " | ".join(values) + " |")
+
+  row("final train loss (rank 0)",
+      [f"{r['final_train_loss']:.6f}" for r in runs])
+  row("test accuracy", [f"{r['test_accuracy']:.4f}" for r in runs])
+  row("images/sec", [f"{r['images_per_sec']:.0f}" for r in runs])
+  for key, label, fmt in (
+      ("max_abs_loss_diff", "max abs loss diff vs tf1", "{:.3g}"),
+      ("mean_abs_loss_diff", "mean abs loss diff vs tf1", "{:.3g}"),
+      ("identical_loss_steps", "steps with bitwise-equal loss", "{}"),
+      ("first_step_beyond_tolerance", "first step beyond tolerance", "{}"),
+      ("max_abs_final_weight_diff", "max abs final weight diff", "{:.3g}"),
+      ("within_tolerance", "within tolerance", "{}")):
+    row(label, ["-"] + [fmt.format(c[key]) for c in report["comparisons"]])
+  lines = [f"# TF1 vs TF2: np={report['np']}, {report['steps']} steps, "
+           f"seed {report['seed']}, {report['threads_per_rank']} TF threads "
+           f"per rank, tolerance {report['tolerance']}", "",
+           *rows, ""]
+  for comparison in report["comparisons"]:
+    verdict = ("agrees with tf1 within tolerance" if
+               comparison["within_tolerance"] else
+               f"diverges from tf1 from step "
+               f"{comparison['first_step_beyond_tolerance']}")
+    lines.append(f"- **{comparison['name']}** {verdict}."
+                 + (f" Cause: {comparison['cause']}" if comparison["cause"]
+                    and not comparison["within_tolerance"] else ""))
+  with open(path, "w") as f:
+    f.write("\n".join(lines) + "\n")
+
+
+def plot(path, report, runs):
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+  # One colour per run in both panels.
+  for index, run in enumerate(runs):
+    steps = sorted(run["steps"])
+    top.plot(steps, [run["steps"][s]["loss"] for s in steps], label=run["name"],
+             linewidth=1, color=f"C{index}")
+  reference = runs[0]
+  for index, run in enumerate(runs[1:], start=1):
+    steps = sorted(set(run["steps"]) & set(reference["steps"]))
+    diff = [abs(run["steps"][s]["loss"] - reference["steps"][s]["loss"])
+            for s in steps]
+    bottom.plot(steps, np.maximum(diff, EXACT_FLOOR),
+                label=f"|{run['name']} - tf1|", linewidth=1, color=f"C{index}")
+  bottom.axhline(report["tolerance"], color="gray", linestyle="--",
+                 label=f"tolerance {report['tolerance']:g}")
+  top.set_ylabel("training loss (rank 0)")
+  top.set_title(f"TF1 vs TF2 Horovod paths: np={report['np']}, "
+                f"{report['steps']} steps, seed {report['seed']}")
+  top.legend()
+  bottom.set_yscale("log")
+  bottom.set_xlabel("global step")
+  bottom.set_ylabel(f"|loss difference| (0 drawn at {EXACT_FLOOR:g})")
+  bottom.legend()
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  plt.close(figure)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  os.makedirs(args.out, exist_ok=True)
+  plans = [("tf1", "legacy_hvd.train", [], False)]
+  for impl in args.impls:
+    extra = ["--optimizer_impl=keras" if impl.startswith("keras")
+             else "--optimizer_impl=v1"]
+    if impl == "keras-eps1e-8":
+      extra.append("--adam_epsilon=1e-8")
+    plans.append((f"tf2-{impl}", "legacy_hvd.train_tf2", extra, True))
+  runs = []
+  for name, module, extra, tf2 in plans:
+    run_dir = run_path(name, module, extra, args)
+    runs.append(collect(name, run_dir,
+                        os.path.join(args.out, name + ".steps.jsonl"), tf2))
+
+  optimizer = runs[0]["results"]["flags"]["optimizer"]
+  comparisons = []
+  for run in runs[1:]:
+    figures = compare(runs[0], run, args.tolerance)
+    impl = run["results"]["flags"]["optimizer_impl"]
+    figures.update(name=run["name"], cause=CAUSES.get((impl, optimizer)))
+    comparisons.append(figures)
+  report = {
+      "np": args.np, "steps": args.steps, "seed": args.seed,
+      "threads_per_rank": args.threads,
+      "tolerance": args.tolerance, "optimizer": optimizer,
+      "runs": [dict(name=r["name"], **{k: r["results"][k] for k in (
+          "final_train_loss", "test_accuracy", "images_per_sec", "steps",
+          "weights_in_sync")}) for r in runs],
+      "comparisons": comparisons,
+  }
+  with open(os.path.join(args.out, "report.json"), "w") as f:
+    json.dump(report, f, indent=2)
+  write_markdown(os.path.join(args.out, "report.md"), report)
+  plot(os.path.join(args.out, "curves.png"), report, runs)
+  print(open(os.path.join(args.out, "report.md")).read())
+
+
+if __name__ == "__main__":
+  main()
