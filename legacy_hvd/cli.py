@@ -75,6 +75,6 @@ def quiet_tensorflow():
 
 
 def run(main, positional_args=False):
-  """app.run(main) with one-line flag errors; main gets argv[1:] as given."""
+  """app.run(main) with one-line flag errors; main gets the arguments left."""
   quiet_tensorflow()
   app.run(main, flags_parser=lambda argv: parse_flags(argv, positional_args))

@@ -7,8 +7,6 @@ needs to see the files; every rank then scores its shard of the test set and
 the counts are summed with allreduce. Rank 0 prints test accuracy, loss and a
 per-class accuracy table, and with --results_file writes them as JSON.
 """
-import os
-
 from absl import flags
 from absl import logging
 import horovod.tensorflow as hvd
@@ -16,6 +14,7 @@ import tensorflow.compat.v1 as tf
 
 from flags import data as data_flags
 from flags import output as output_flags
+from legacy_hvd import checkpoints
 from legacy_hvd import cli
 from legacy_hvd import evaluation
 from legacy_hvd import model
@@ -24,17 +23,6 @@ from legacy_hvd import runtime
 from legacy_hvd.data import cifar10
 
 FLAGS = flags.FLAGS
-
-
-def latest_checkpoint_or_fail(model_dir):
-  if not os.path.isdir(model_dir):
-    cli.fail(f"--model_dir={model_dir}: no such directory; expected a "
-             "directory the trainer wrote")
-  path = tf.train.latest_checkpoint(model_dir)
-  if path is None:
-    cli.fail(f"--model_dir={model_dir}: holds no checkpoint; expected one "
-             "written by legacy_hvd.train")
-  return path
 
 
 def format_table(metrics):
@@ -57,18 +45,13 @@ def evaluate(checkpoint, data, rank, size, local_size):
       sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
   # Horovod: every rank takes rank 0's restored weights.
   broadcast = hvd.broadcast_global_variables(0)
-  saver = tf.train.Saver(list(params.values()))
   intra, inter = runtime.cpu_threads(local_size)
   config = tf.ConfigProto(intra_op_parallelism_threads=intra,
                           inter_op_parallelism_threads=inter)
   with tf.Session(config=config) as session:
     session.run(tf.global_variables_initializer())
     if rank == 0:
-      try:
-        saver.restore(session, checkpoint)
-      except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError) as e:
-        cli.fail(f"{checkpoint}: not a checkpoint of this model "
-                 f"({e.message.splitlines()[0]})")
+      checkpoints.restore_or_fail(session, list(params.values()), checkpoint)
     session.run(broadcast)
     return test_set.run(session, data.test_images, data.test_labels)
 
@@ -76,7 +59,7 @@ def evaluate(checkpoint, data, rank, size, local_size):
 def main(argv):
   del argv
   tf.disable_v2_behavior()
-  checkpoint = latest_checkpoint_or_fail(FLAGS.model_dir)
+  checkpoint = checkpoints.latest_or_fail(FLAGS.model_dir)
   try:
     data = cifar10.load(FLAGS.data_dir)
   except cifar10.DataError as e:

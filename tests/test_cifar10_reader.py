@@ -76,3 +76,30 @@ def test_embedded_dataset_is_deterministic_and_balanced(tmp_path):
   assert len(data.train_labels) == 5 * embedded.TRAIN_PER_FILE
   assert np.bincount(data.test_labels).tolist() == [embedded.TEST_IMAGES // 10] * 10
   assert second.endswith("cifar-10-batches-bin")
+
+
+def test_augmentation_crops_flips_and_repeats_exactly():
+  # Pixel value = column + 1, so shifts and flips show and 0 means padding.
+  columns = np.tile(np.arange(1, 33, dtype=np.uint8)[None, :, None], (32, 1, 3))
+  images = np.stack([columns] * 8)
+  labels = np.zeros(8, np.int32)
+
+  def first_batch():
+    dataset = pipeline.train_batches(images, labels, batch_size=8,
+                                     num_shards=1, shard_index=0, seed=5,
+                                     augment=True)
+    x, _ = next(iter(dataset))
+    # Undo the normalization of the red channel to get pixel values back.
+    return np.rint(x.numpy()[..., 0] * pipeline.CHANNEL_STD[0]
+                   + pipeline.CHANNEL_MEAN[0])
+
+  batch = first_batch()
+  np.testing.assert_array_equal(batch, first_batch())   # same seed, same crops
+  assert not all(np.array_equal(batch[0], b) for b in batch[1:])
+  for image in batch:
+    row = image[16]                    # a middle row: away from vertical pad
+    inner = row[(row != 0)]
+    steps = np.diff(inner)
+    # Consecutive columns, shifted and possibly mirrored; padding is zeros.
+    assert set(steps) <= {1, -1} and len(set(steps)) == 1
+    assert 28 <= len(inner) <= 32

@@ -11,6 +11,7 @@ fed once at session start (TF1 path, which keeps 150 MB of pixels out of the
 GraphDef that MonitoredTrainingSession writes next to every checkpoint).
 Works in graph mode and eagerly; never imports Horovod.
 """
+import tensorflow as tf2   # stateless image ops exist only in the TF2 API
 import tensorflow.compat.v1 as tf
 
 # Per-channel mean and standard deviation of the CIFAR-10 training pixels,
@@ -80,5 +81,5 @@ def _augment(image, seed):
   seed = tf.cast(tf.stack(seed), tf.int64)
   padded = tf.pad(image, [[PAD_PIXELS, PAD_PIXELS], [PAD_PIXELS, PAD_PIXELS],
                           [0, 0]])
-  image = tf.image.stateless_random_crop(padded, tf.shape(image), seed=seed)
-  return tf.image.stateless_random_flip_left_right(image, seed=seed + 1)
+  image = tf2.image.stateless_random_crop(padded, tf.shape(image), seed=seed)
+  return tf2.image.stateless_random_flip_left_right(image, seed=seed + 1)

@@ -1,0 +1,96 @@
+"""Exports a trained model's latest checkpoint for serving.
+
+    python -m legacy_hvd.export --model_dir=DIR --out=OUT [--format=saved_model|frozen_graph]
+
+saved_model   OUT is a SavedModel directory for TF Serving and TF2 code
+              (`tf.saved_model.load(OUT).signatures["serving_default"]`).
+frozen_graph  OUT is one GraphDef file with the weights as constants, for
+              TF1 inference stacks; tensors "images:0", "classes:0",
+              "probabilities:0".
+
+Both take uint8 images [N, 32, 32, 3] (RGB, as decoded from PNG or JPEG) and
+return classes int64 [N] and probabilities float32 [N, 10]; the per-channel
+normalization the trainer applies is inside the exported graph. The export
+is written to a temporary name beside OUT and renamed into place, so OUT is
+either complete or absent. One process; no Horovod.
+"""
+import os
+import shutil
+import tempfile
+
+from absl import flags
+import tensorflow.compat.v1 as tf
+
+from flags import output as output_flags
+from flags import serving as serving_flags
+from legacy_hvd import checkpoints
+from legacy_hvd import cli
+from legacy_hvd import model
+from legacy_hvd.data import pipeline
+
+FLAGS = flags.FLAGS
+SIGNATURE = "serving_default"
+OUTPUT_NODES = ("classes", "probabilities")
+
+
+def build_serving_graph():
+  """Serving tensors in the default graph: (images, classes, probabilities)."""
+  images = tf.placeholder(tf.uint8, [None, model.IMAGE_SIZE, model.IMAGE_SIZE,
+                                     model.CHANNELS], name="images")
+  params = model.create_variables(seed=0)   # values come from the checkpoint
+  logits = model.forward(pipeline.normalize(images), params)
+  classes = tf.argmax(logits, axis=1, name="classes")
+  probabilities = tf.nn.softmax(logits, name="probabilities")
+  return images, classes, probabilities, params
+
+
+def export(checkpoint, out, export_format):
+  """Writes the export to a temporary path, then renames it to `out`."""
+  parent = os.path.dirname(os.path.abspath(out))
+  work = tempfile.mkdtemp(prefix=".export-", dir=parent)
+  try:
+    staged = os.path.join(work, "export")
+    with tf.Graph().as_default(), tf.Session() as session:
+      images, classes, probabilities, params = build_serving_graph()
+      checkpoints.restore_or_fail(session, list(params.values()),
+                                  checkpoint)
+      if export_format == "saved_model":
+        builder = tf.saved_model.Builder(staged)
+        signature = tf.saved_model.predict_signature_def(
+            inputs={"images": images},
+            outputs={"classes": classes, "probabilities": probabilities})
+        builder.add_meta_graph_and_variables(
+            session, [tf.saved_model.SERVING],
+            signature_def_map={SIGNATURE: signature})
+        builder.save()
+      else:
+        frozen = tf.graph_util.convert_variables_to_constants(
+            session, session.graph.as_graph_def(), list(OUTPUT_NODES))
+        with open(staged, "wb") as f:
+          f.write(frozen.SerializeToString())
+    os.rename(staged, out)
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
+  return out
+
+
+def main(argv):
+  del argv
+  tf.disable_v2_behavior()
+  checkpoint = checkpoints.latest_or_fail(FLAGS.model_dir)
+  if os.path.exists(FLAGS.out):
+    cli.fail(f"--out={FLAGS.out}: already exists; expected a new path "
+             "(an export is never overwritten)")
+  if not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.out))):
+    cli.fail(f"--out={FLAGS.out}: its parent directory does not exist")
+  print(export(checkpoint, FLAGS.out, FLAGS.format))
+
+
+def run():
+  output_flags.define_output()
+  serving_flags.define_export()
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()
