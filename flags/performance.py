@@ -20,6 +20,11 @@ def define_performance(flag_values=flags.FLAGS):
       "inter_op_threads", 0, "TensorFlow ops run at once in each process; 0 "
       "sizes it like --intra_op_threads.", **fv)
 
+  flags.DEFINE_boolean(
+      "deterministic", False, "Bitwise-repeatable runs: TensorFlow op "
+      "determinism, and no Horovod tensor fusion (which can change the "
+      "order in which ranks' gradients are summed). Costs speed.", **fv)
+
   flags.register_validator(
       "backward_passes_per_step", lambda v: v >= 1,
       message="--backward_passes_per_step must be a positive integer", **fv)

@@ -31,6 +31,7 @@ class Config:
   backward_passes_per_step: int = 1
   intra_op_threads: int = 0
   inter_op_threads: int = 0
+  deterministic: bool = False
   optimizer_impl: str = "v1"       # TF2 path only: v1 or keras
 
   @classmethod

@@ -1,13 +1,44 @@
 """Session hooks of the TF1 trainer, one small hook per concern.
 
-    IteratorInitializerHook(iterator.initializer, feed_fn)   # in-memory data
+    BroadcastGlobalVariablesHook(root_rank)   # Horovod's, or ours on TF >= 2.16
+    IteratorInitializerHook(iterator.initializer, feed_fn)   # feed_fn(session)
     ProgressHook(progress, fetches, summary_dir, step_log, digest)
+    StopRequestHook(stop_signals, flag, any_flag)   # all ranks stop together
     FinalHook(fn)                             # runs fn(session) before close
 
 Every hook takes its ops ready-made from the graph builder, so
 MonitoredTrainingSession can finalize the graph after the hooks' `begin()`.
 """
+import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
+
+
+class _BroadcastGlobalVariablesHook(tf.train.SessionRunHook):
+  """Broadcasts every global variable from `root_rank` once a session exists.
+
+  The same name and behaviour as Horovod's own hook, which Horovod 0.28.1
+  defines only when it finds `tf.estimator` (gone in TF 2.16): the op is
+  built in begin(), before the graph is finalized, and run in
+  after_create_session(), after the chief restored any checkpoint.
+  """
+
+  def __init__(self, root_rank, device=""):
+    self.root_rank = root_rank
+    self.device = device
+    self._broadcast = None
+
+  def begin(self):
+    if self._broadcast is None or (self._broadcast.graph
+                                   is not tf.get_default_graph()):
+      with tf.device(self.device):
+        self._broadcast = hvd.broadcast_global_variables(self.root_rank)
+
+  def after_create_session(self, session, coord):
+    session.run(self._broadcast)
+
+
+BroadcastGlobalVariablesHook = getattr(hvd, "BroadcastGlobalVariablesHook",
+                                       _BroadcastGlobalVariablesHook)
 
 
 class IteratorInitializerHook(tf.train.SessionRunHook):
@@ -22,7 +53,7 @@ class IteratorInitializerHook(tf.train.SessionRunHook):
     self._feed_fn = feed_fn
 
   def after_create_session(self, session, coord):
-    session.run(self._initializer, self._feed_fn())
+    session.run(self._initializer, self._feed_fn(session))
 
 
 class ProgressHook(tf.train.SessionRunHook):
@@ -63,15 +94,44 @@ class ProgressHook(tf.train.SessionRunHook):
           tag="images_per_sec", simple_value=rate)]), step)
 
 
+class StopRequestHook(tf.train.SessionRunHook):
+  """Stops every rank at the same step once any rank was asked to stop.
+
+  Each step feeds this rank's request (1.0 if a stop signal arrived, else
+  0.0) into `flag` and fetches `any_flag`, its average over all ranks, which
+  is non-zero on every rank in the same step. Ranks that stopped at different
+  steps would leave the others waiting in an allreduce.
+  """
+
+  def __init__(self, stop_signals, flag, any_flag):
+    self._stop_signals = stop_signals
+    self._flag = flag
+    self._any_flag = any_flag
+    self.stopped = False
+
+  def before_run(self, run_context):
+    return tf.train.SessionRunArgs(
+        self._any_flag,
+        feed_dict={self._flag: 1.0 if self._stop_signals.requested else 0.0})
+
+  def after_run(self, run_context, run_values):
+    if run_values.results > 0:
+      self.stopped = True
+      run_context.request_stop()
+
+
 class FinalHook(tf.train.SessionRunHook):
   """Calls fn(session) once when training ends normally, before the close.
 
   Every rank runs its FinalHook at the same point, so fn may run collectives.
+  Skipped when `skip_if()` is true (a stop was requested: exit quickly).
   """
 
-  def __init__(self, fn):
+  def __init__(self, fn, skip_if=lambda: False):
     self._fn = fn
+    self._skip_if = skip_if
     self.result = None
 
   def end(self, session):
-    self.result = self._fn(session)
+    if not self._skip_if():
+      self.result = self._fn(session)

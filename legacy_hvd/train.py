@@ -9,6 +9,8 @@ checkpoints, TensorBoard summaries and results.json. `grep -n "Horovod:"`
 lists every distributed touch point.
 """
 import os
+import sys
+import tempfile
 
 from absl import flags
 from absl import logging
@@ -17,6 +19,7 @@ import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
 from flags import define_trainer_flags
+from legacy_hvd import checkpoints
 from legacy_hvd import cli
 from legacy_hvd import evaluation
 from legacy_hvd import hooks
@@ -28,6 +31,9 @@ from legacy_hvd import schedule
 from legacy_hvd.config import Config
 from legacy_hvd.progress import Progress
 from legacy_hvd.progress import StepLog
+from legacy_hvd.signals import StopSignals
+
+NON_FINITE_GRADIENT = "non-finite averaged gradient"
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import pipeline
 
@@ -43,8 +49,12 @@ def session_config(config, local_rank, local_size):
   return session
 
 
-def train(config, data, rank, size, local_rank, local_size):
-  """Builds the graph, trains, evaluates; returns the summary dict (all ranks)."""
+def train(config, data, rank, size, local_rank, local_size, stop_signals):
+  """Builds the graph, trains, evaluates; returns the summary dict (all ranks).
+
+  Returns None when a stop signal ended training early (rank 0 has saved a
+  checkpoint at the step where all ranks stopped).
+  """
   steps_per_epoch = schedule.steps_per_epoch(len(data.train_labels),
                                              config.batch_size, size)
   max_steps = config.max_steps or config.epochs * steps_per_epoch
@@ -52,11 +62,14 @@ def train(config, data, rank, size, local_rank, local_size):
   global_step = tf.train.get_or_create_global_step()
   train_images = tf.placeholder(tf.uint8, data.train_images.shape)
   train_labels = tf.placeholder(tf.int32, data.train_labels.shape)
+  # On resume, the input continues where the interrupted run stopped.
+  skip_examples = tf.placeholder_with_default(tf.constant(0, tf.int64), [])
   # Horovod: each rank reads its own shard of the training set.
   dataset = pipeline.train_batches(train_images, train_labels,
                                    config.batch_size, num_shards=size,
                                    shard_index=rank, seed=config.seed,
-                                   augment=config.augment)
+                                   augment=config.augment,
+                                   skip_examples=skip_examples)
   iterator = tf.data.make_initializable_iterator(dataset)
   images, labels = iterator.get_next()
 
@@ -76,7 +89,12 @@ def train(config, data, rank, size, local_rank, local_size):
                    else hvd.Compression.none),
       backward_passes_per_step=config.backward_passes_per_step,
       average_aggregated_gradients=True)
-  train_op = optimizer.minimize(loss, global_step=global_step)
+  grads_and_vars = optimizer.compute_gradients(loss)
+  # The averaged gradients are the same on every rank: checking them stops
+  # all ranks in the same step, before a NaN or Inf reaches the weights.
+  train_op = optimizer.apply_gradients(
+      [(tf.debugging.check_numerics(g, NON_FINITE_GRADIENT), v)
+       for g, v in grads_and_vars], global_step=global_step)
   with tf.control_dependencies([train_op]):
     # The step this run ended at; a plain read might see it before or after
     # the increment.
@@ -92,6 +110,10 @@ def train(config, data, rank, size, local_rank, local_size):
       sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
   digest = model.weight_digest(params)
   all_digests = hvd.allgather(digest[None])
+  stop_flag = tf.placeholder_with_default(0.0, [])
+  # Horovod: a stop request on any rank reaches all ranks in the same step
+  # (an Average allreduce, so Horovod fuses it with the gradients').
+  any_stop = hvd.allreduce(stop_flag, op=hvd.Average)
 
   def finish(session):
     return (test_set.run(session, data.test_images, data.test_labels),
@@ -100,17 +122,21 @@ def train(config, data, rank, size, local_rank, local_size):
   progress = Progress(config.log_every_n_steps, config.batch_size * size,
                       log=rank == 0)
   step_log = StepLog(config.step_log if rank == 0 else None)
-  final = hooks.FinalHook(finish)
+  stop = hooks.StopRequestHook(stop_signals, stop_flag, any_stop)
+  final = hooks.FinalHook(finish, skip_if=lambda: stop.stopped)
   train_hooks = [
       # Horovod: start every rank from rank 0's variables: its fresh initial
       # values, or what it restored from the checkpoint.
-      hvd.BroadcastGlobalVariablesHook(0),
+      hooks.BroadcastGlobalVariablesHook(0),   # hvd's (ours on TF >= 2.16)
       # Horovod: all ranks stop at the same global step.
       tf.train.StopAtStepHook(last_step=max_steps),
       hooks.IteratorInitializerHook(
           iterator.initializer,
-          lambda: {train_images: data.train_images,
-                   train_labels: data.train_labels}),
+          lambda session: {
+              train_images: data.train_images,
+              train_labels: data.train_labels,
+              skip_examples: session.run(global_step) * config.batch_size}),
+      stop,
       hooks.ProgressHook(
           progress, {"global_step": step_after, "loss": loss,
                      "accuracy": accuracy, "learning_rate": learning_rate},
@@ -128,8 +154,18 @@ def train(config, data, rank, size, local_rank, local_size):
       save_summaries_steps=config.log_every_n_steps,
       log_step_count_steps=None) as session:
     while not session.should_stop():
-      session.run(step_after)
+      try:
+        session.run(step_after)
+      except tf.errors.InvalidArgumentError as e:
+        if NON_FINITE_GRADIENT not in e.message:
+          raise
+        cli.fail(f"training diverged at step {progress.last_step + 1}: the "
+                 "averaged gradients hold NaN or Inf (last loss "
+                 f"{progress.last_values.get('loss')}); stopped before "
+                 "applying them, the last checkpoint is untouched")
   step_log.close()
+  if stop.stopped:
+    return None
 
   metrics, weight_digests = final.result
   return results.run_summary(metrics, weight_digests, progress, size,
@@ -137,20 +173,53 @@ def train(config, data, rank, size, local_rank, local_size):
 
 
 def check_model_dir(path):
-  """Fails with one line unless `path` is, or can become, a writable directory."""
+  """Fails with one line if `path` cannot be a directory (read-only check)."""
   if os.path.exists(path) and not os.path.isdir(path):
     cli.fail(f"--model_dir={path}: is a file; expected a directory")
-  existing = path
-  while not os.path.exists(existing):
-    existing = os.path.dirname(os.path.abspath(existing))
-  if not os.access(existing, os.W_OK | os.X_OK):
-    cli.fail(f"--model_dir={path}: {existing} is not writable; expected a "
-             "directory this user can write")
+  parent = os.path.abspath(path)
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    cli.fail(f"--model_dir={path}: {parent} is a file; expected a directory")
+
+
+def prepare_model_dir(path):
+  """Rank 0: creates `path` and proves it writable; cli.UserError if not."""
+  try:
+    os.makedirs(path, exist_ok=True)
+    with tempfile.TemporaryFile(dir=path):
+      pass
+  except OSError as e:
+    raise cli.UserError(f"--model_dir={path}: not writable ({e.strerror}); "
+                        "expected a directory this user can write") from None
+
+
+def check_on_rank0(rank, checks):
+  """Runs `checks()` on rank 0 only; every rank shares its verdict.
+
+  `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
+  exit non-zero together instead of the others waiting in a collective.
+  """
+  problem = None
+  if rank == 0:
+    try:
+      checks()
+    except cli.UserError as e:
+      problem = str(e)
+  with tf.Graph().as_default(), tf.Session() as session:
+    # Horovod: rank 0 tells every rank whether its checks passed.
+    failed = session.run(hvd.broadcast(tf.constant(int(problem is not None)),
+                                       root_rank=0))
+  if failed and rank == 0:
+    cli.fail(problem)
+  if failed:
+    sys.exit(cli.INPUT_ERROR)
 
 
 def main(argv):
   del argv  # cli.parse_flags allows none
   config = Config.from_flags(flags.FLAGS)
+  stop_signals = StopSignals().install()
   tf.disable_v2_behavior()
   check_model_dir(config.model_dir)
   try:
@@ -158,15 +227,31 @@ def main(argv):
   except cifar10.DataError as e:
     cli.fail(str(e))
 
+  if config.deterministic:
+    runtime.make_deterministic()
   # Horovod: initialize Horovod (after the inputs are known to be usable, so
   # a bad path stops every rank before any of them waits on the others).
   hvd.init()
   rank, size = hvd.rank(), hvd.size()
+
+  def model_dir_checks():
+    prepare_model_dir(config.model_dir)
+    checkpoints.prepare_resume(config.model_dir, model.PARAM_SHAPES)
+
+  check_on_rank0(rank, model_dir_checks)
   if rank == 0:
     logging.info("Training on %s: %d train, %d test images; %d workers",
                  data.source, len(data.train_labels), len(data.test_labels),
                  size)
-  summary = train(config, data, rank, size, hvd.local_rank(), hvd.local_size())
+  summary = train(config, data, rank, size, hvd.local_rank(), hvd.local_size(),
+                  stop_signals)
+  if summary is None:
+    if rank == 0:
+      logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
+                   "current: run the same command to resume",
+                   stop_signals.requested, _latest_step(config.model_dir),
+                   config.model_dir)
+    sys.exit(StopSignals.exit_code(stop_signals.requested))
   if rank == 0:
     summary.update({"data_source": data.source,
                     "tensorflow_version": tf.__version__,
@@ -179,6 +264,11 @@ def main(argv):
     if not summary["weights_in_sync"]:
       cli.fail("ranks ended with different weights; see weight_digests in "
                f"{path}")
+
+
+def _latest_step(model_dir):
+  path = tf.train.latest_checkpoint(model_dir)
+  return int(path.rsplit("-", 1)[1]) if path else 0
 
 
 def run():

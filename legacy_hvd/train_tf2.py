@@ -113,7 +113,9 @@ def train(config, data, rank, size):
   dataset = pipeline.train_batches(data.train_images, data.train_labels,
                                    config.batch_size, num_shards=size,
                                    shard_index=rank, seed=config.seed,
-                                   augment=config.augment)
+                                   augment=config.augment,
+                                   skip_examples=int(step.numpy())
+                                   * config.batch_size)
   progress = Progress(config.log_every_n_steps, config.batch_size * size,
                       log=rank == 0)
   step_log = StepLog(config.step_log if rank == 0 else None)
@@ -175,6 +177,8 @@ def main(argv):
   except cifar10.DataError as e:
     cli.fail(str(e))
 
+  if config.deterministic:
+    runtime.make_deterministic()
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
   rank, size = hvd.rank(), hvd.size()

@@ -1,4 +1,4 @@
-"""hvd.DistributedOptimizer averages gradients exactly, over two real ranks."""
+"""Collectives over two real ranks: gradient averaging and the broadcast hook."""
 import json
 
 from tests.helpers import assert_ok, horovodrun
@@ -14,3 +14,11 @@ def test_two_ranks_apply_the_mean_gradient(tmp_path):
     assert written["size"] == 2
     # Powers of two and 1.5: the expected values are exact in float32.
     assert written["w"] == [-mean_scale * v for v in x]
+
+
+def test_project_broadcast_hook_makes_rank0_values_win(tmp_path):
+  assert_ok(horovodrun(2, "tests.workers.broadcast_hook", [str(tmp_path)],
+                       timeout=120))
+  for rank in range(2):
+    written = json.loads((tmp_path / f"rank-{rank}.json").read_text())
+    assert written["v"] == [7.0, 7.0, 7.0]

@@ -1,14 +1,18 @@
 """Checks the machine before the install and the stack after it.
 
-    python tools/check_env.py --prerequisites   # before the venv is made
-    python tools/check_env.py --stack           # inside the venv, after install
+    python tools/check_env.py --prerequisites [--controller mpi]   # before the venv
+    python tools/check_env.py --stack [--controller mpi]   # inside it, after install
 
 Each failed check prints one line saying what is missing and how to get it,
 and exits 1. Uses only the standard library for --prerequisites.
 """
 import argparse
+import os
 import shutil
+import subprocess
 import sys
+
+OPEN_MPI_PACKAGES = ("libopenmpi-dev", "openmpi-bin")
 
 # TensorFlow 2.15 publishes wheels for CPython 3.9-3.11; 2.16-2.18 add 3.12.
 SUPPORTED_PYTHONS = ((3, 9), (3, 10), (3, 11), (3, 12))
@@ -19,7 +23,22 @@ def fail(message):
   sys.exit(1)
 
 
-def check_prerequisites():
+def ensure_mpi():
+  """Open MPI's compiler wrapper and launcher, installed with apt when root."""
+  if shutil.which("mpicxx") and shutil.which("mpirun"):
+    return
+  command = ["apt-get", "install", "-y", *OPEN_MPI_PACKAGES]
+  if os.geteuid() != 0 or not shutil.which("apt-get"):
+    fail("Open MPI is missing (mpicxx, mpirun); install it first, e.g. "
+         f"'sudo apt-get install {' '.join(OPEN_MPI_PACKAGES)}'")
+  print("check_env: installing Open MPI: " + " ".join(command), flush=True)
+  subprocess.run(["apt-get", "update", "-qq"], check=False)
+  if subprocess.run(command, env=dict(os.environ,
+                                      DEBIAN_FRONTEND="noninteractive")).returncode:
+    fail("installing Open MPI failed; run: " + " ".join(command))
+
+
+def check_prerequisites(controller):
   version = sys.version_info[:2]
   if version not in SUPPORTED_PYTHONS:
     fail(f"Python {version[0]}.{version[1]} is not supported; expected one of "
@@ -37,9 +56,11 @@ def check_prerequisites():
          "source: install one, e.g. 'apt-get install g++'")
   if not shutil.which("make"):
     fail("make is missing; install it, e.g. 'apt-get install make'")
+  if controller == "mpi":
+    ensure_mpi()
 
 
-def check_stack():
+def check_stack(controller):
   try:
     import tensorflow as tf
   except ImportError as e:
@@ -52,6 +73,10 @@ def check_stack():
          f"{e}; rebuild it with 'make clean install'")
   if not hvd.gloo_built():
     fail("Horovod was built without Gloo; rebuild with HOROVOD_WITH_GLOO=1")
+  if controller == "mpi" and not hvd.mpi_built():
+    fail("Horovod was built without MPI; remove its venv and cached wheel "
+         "(~/.cache/legacy-hvd/wheels/*-mpi) and run 'make install "
+         "HOROVOD_CONTROLLER=mpi'")
   hvd.init()
   total = hvd.allreduce(tf.constant([1.0, 2.0]), op=hvd.Sum)
   if total.numpy().tolist() != [1.0, 2.0]:
@@ -65,11 +90,12 @@ def main():
   group = parser.add_mutually_exclusive_group(required=True)
   group.add_argument("--prerequisites", action="store_true")
   group.add_argument("--stack", action="store_true")
+  parser.add_argument("--controller", choices=("gloo", "mpi"), default="gloo")
   args = parser.parse_args()
   if args.prerequisites:
-    check_prerequisites()
+    check_prerequisites(args.controller)
   else:
-    check_stack()
+    check_stack(args.controller)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def normalize(images):
 
 
 def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
-                  augment=False):
+                  augment=False, skip_examples=0):
   """Endless shuffled training batches of this rank's shard.
 
   The pipeline shuffles example indices, not images: sharding comes before
@@ -36,6 +36,8 @@ def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
   seeded shuffle reorders the shard differently each epoch but identically
   across runs. Pixels are gathered a whole batch at a time. Every rank gets
   whole batches only (drop_remainder), so all ranks run the same steps.
+  `skip_examples` (an int64 scalar, may be a placeholder) resumes the stream
+  where a run that took that many examples left it: same order, same crops.
   """
   images = tf.convert_to_tensor(images)
   labels = tf.convert_to_tensor(labels)
@@ -46,14 +48,15 @@ def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
   if augment:
     # Stateless ops keyed by (seed, rank, position) keep augmentation
     # reproducible although the map runs in parallel.
-    dataset = indices.enumerate().map(
+    dataset = indices.enumerate().skip(skip_examples).map(
         lambda position, index: (_augment(
             tf.gather(images, index), [seed * 1000 + shard_index, position]),
                                  tf.gather(labels, index)),
         num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=True)
   else:
-    dataset = indices.batch(batch_size, drop_remainder=True).map(
+    dataset = indices.skip(skip_examples).batch(
+        batch_size, drop_remainder=True).map(
         lambda batch: (tf.gather(images, batch), tf.gather(labels, batch)),
         num_parallel_calls=tf.data.AUTOTUNE)
   # Normalizing whole batches costs one op per batch instead of one per image.

@@ -1,0 +1,207 @@
+"""Faults with real horovodrun jobs and real signals: nothing hangs or is lost."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tests.helpers import REPO, assert_ok, horovodrun, read_results
+
+PROMPT_EXIT_SECONDS = 30
+
+
+def error_lines(process):
+  return [l for l in (process.stdout + process.stderr).splitlines()
+          if ": error: " in l]
+
+
+def launch(np, model_dir, log, *args):
+  """Starts horovodrun in the background, its output going to `log`."""
+  argv = ["horovodrun", "-np", str(np), "-H", f"localhost:{np}", sys.executable,
+          "-m", "legacy_hvd.train", f"--model_dir={model_dir}",
+          "--log_every_n_steps=10", *args]
+  return subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for(predicate, timeout, what):
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    if predicate():
+      return
+    time.sleep(0.2)
+  raise AssertionError(f"timed out waiting for {what}")
+
+
+def checkpoint_step(model_dir):
+  path = tf.train.latest_checkpoint(str(model_dir))
+  return int(path.rsplit("-", 1)[1]) if path else None
+
+
+def rank_pid(model_dir, rank):
+  """The pid of the trainer process of `rank` for this model_dir."""
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/cmdline", "rb") as f:
+        cmdline = f.read()
+      with open(f"/proc/{pid}/environ", "rb") as f:
+        environ = f.read().split(b"\0")
+    except OSError:
+      continue
+    if (b"legacy_hvd.train" in cmdline and str(model_dir).encode() in cmdline
+        and f"HOROVOD_RANK={rank}".encode() in environ
+        and not cmdline.startswith(b"/bin/sh")):
+      return int(pid)
+  return None
+
+
+def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,
+                                                            isolated_cache):
+  model_dir = tmp_path / "model"
+  args = ["--max_steps=400", "--save_checkpoints_steps=40"]
+  with open(tmp_path / "first.log", "w") as log:
+    job = launch(2, model_dir, log, *args)
+    wait_for(lambda: (checkpoint_step(model_dir) or 0) >= 40, 180,
+             "a checkpoint at step 40")
+    os.kill(rank_pid(model_dir, 1), signal.SIGKILL)
+    killed_at = time.monotonic()
+    job.wait(timeout=PROMPT_EXIT_SECONDS)
+  assert time.monotonic() - killed_at < PROMPT_EXIT_SECONDS
+  assert job.returncode != 0
+  saved = checkpoint_step(model_dir)
+  assert saved >= 40
+  reader = tf.train.load_checkpoint(str(model_dir))
+  for name in reader.get_variable_to_shape_map():
+    assert np.all(np.isfinite(reader.get_tensor(name))) or name == "global_step"
+
+  relaunched = horovodrun(2, "legacy_hvd.train",
+                          [f"--model_dir={model_dir}", *args])
+  assert_ok(relaunched)
+  results = read_results(model_dir)
+  assert results["start_step"] == saved and results["steps"] == 400
+  assert results["weights_in_sync"]
+
+
+def test_sigterm_saves_a_checkpoint_at_the_current_step(tmp_path,
+                                                        isolated_cache):
+  model_dir = tmp_path / "model"
+  log_path = tmp_path / "job.log"
+  with open(log_path, "w") as log:
+    job = launch(2, model_dir, log, "--max_steps=5000",
+                 "--save_checkpoints_steps=100000")
+    wait_for(lambda: "step 60:" in log_path.read_text(), 180, "step 60")
+    job.send_signal(signal.SIGTERM)
+    job.wait(timeout=PROMPT_EXIT_SECONDS)
+  output = log_path.read_text()
+  assert job.returncode != 0
+  stopped = re.search(r"Stopped by signal 15 at step (\d+)", output)
+  assert stopped, output[-3000:]
+  step = int(stopped.group(1))
+  # Saved where the ranks stopped, far from any periodic checkpoint.
+  assert step >= 60 and checkpoint_step(model_dir) == step
+  assert not (model_dir / "results.json").exists()
+
+  resumed = horovodrun(2, "legacy_hvd.train",
+                       [f"--model_dir={model_dir}", f"--max_steps={step + 10}"])
+  assert_ok(resumed)
+  assert read_results(model_dir)["start_step"] == step
+
+
+def test_nan_loss_stops_naming_the_step_and_keeps_good_checkpoint(
+    tmp_path, isolated_cache):
+  model_dir = tmp_path / "model"
+  process = horovodrun(2, "legacy_hvd.train",
+                       [f"--model_dir={model_dir}", "--optimizer=sgd",
+                        "--lr=1e12", "--max_steps=200",
+                        "--save_checkpoints_steps=1"], timeout=120)
+  assert process.returncode != 0
+  errors = error_lines(process)
+  assert len(errors) == 1, process.stdout + process.stderr
+  diverged = re.search(r"training diverged at step (\d+)", errors[0])
+  assert diverged, errors[0]
+  step = int(diverged.group(1))
+  # Every checkpoint up to the step before holds finite weights only.
+  assert checkpoint_step(model_dir) == step - 1
+  reader = tf.train.load_checkpoint(str(model_dir))
+  for name in ("conv1/weights", "dense/weights"):
+    assert np.all(np.isfinite(reader.get_tensor(name)))
+  assert "]<stderr>:Traceback" not in process.stdout + process.stderr
+
+
+def test_damaged_latest_checkpoint_falls_back_to_the_previous(
+    tmp_path, isolated_cache):
+  model_dir = tmp_path / "model"
+  args = [f"--model_dir={model_dir}", "--save_checkpoints_steps=20"]
+  assert_ok(horovodrun(2, "legacy_hvd.train", args + ["--max_steps=40"]))
+  data_file = model_dir / "model.ckpt-40.data-00000-of-00001"
+  raw = bytearray(data_file.read_bytes())
+  raw[len(raw) // 2:len(raw) // 2 + 64] = b"\xff" * 64
+  data_file.write_bytes(bytes(raw))
+
+  process = horovodrun(2, "legacy_hvd.train", args + ["--max_steps=60"])
+  assert_ok(process)
+  output = process.stdout + process.stderr
+  assert "model.ckpt-40 is damaged" in output
+  assert read_results(model_dir)["start_step"] == 20
+
+
+def test_checkpoint_of_another_model_is_one_line(tmp_path):
+  model_dir = tmp_path / "other"
+  with tf.Graph().as_default(), tf.Session() as session:
+    with tf.variable_scope("conv1"):
+      tf.get_variable("weights", shape=[5, 5, 3, 64])
+    tf.train.get_or_create_global_step()
+    session.run(tf.global_variables_initializer())
+    tf.train.Saver().save(session, str(model_dir / "model.ckpt"),
+                          global_step=7)
+  before = sorted(os.listdir(model_dir))
+  process = horovodrun(2, "legacy_hvd.train", [f"--model_dir={model_dir}"],
+                       timeout=PROMPT_EXIT_SECONDS + 30)
+  assert process.returncode != 0
+  errors = error_lines(process)
+  assert len(errors) == 1
+  assert ("model.ckpt-7 is a checkpoint of a different model (has "
+          "conv1/weights [5, 5, 3, 64], expected [3, 3, 3, 32])") in errors[0]
+  assert sorted(os.listdir(model_dir)) == before
+
+
+@pytest.mark.parametrize("model_dir, expected", [
+    ("{tmp}/file", "is a file; expected a directory"),
+    ("{tmp}/file/sub", "is a file; expected a directory"),
+    ("/sys/legacy_hvd_test_model", "not writable"),
+])
+def test_unusable_model_dir_is_one_line(tmp_path, model_dir, expected):
+  (tmp_path / "file").write_text("not a directory")
+  model_dir = model_dir.format(tmp=tmp_path)
+  process = horovodrun(2, "legacy_hvd.train", [f"--model_dir={model_dir}"],
+                       timeout=PROMPT_EXIT_SECONDS + 30)
+  assert process.returncode != 0
+  errors = error_lines(process)
+  assert len(errors) == 1 and f"--model_dir={model_dir}" in errors[0]
+  assert expected in errors[0]
+  assert "]<stderr>:Traceback" not in process.stdout + process.stderr
+
+
+def test_unknown_flag_is_one_line(tmp_path):
+  process = horovodrun(2, "legacy_hvd.train", ["--batchsize=3"], timeout=60)
+  assert process.returncode != 0
+  errors = error_lines(process)
+  assert len(errors) == 1 and "Unknown command line flag 'batchsize'" in errors[0]
+
+
+def test_deterministic_runs_repeat_bit_for_bit(tmp_path, isolated_cache):
+  losses = []
+  for run in ("a", "b"):
+    step_log = tmp_path / f"{run}.jsonl"
+    assert_ok(horovodrun(2, "legacy_hvd.train",
+                         [f"--model_dir={tmp_path / run}", "--max_steps=40",
+                          "--deterministic", "--augment",
+                          f"--step_log={step_log}"]))
+    losses.append([json.loads(line)["loss"]
+                   for line in step_log.read_text().splitlines()])
+  assert len(losses[0]) == 40 and losses[0] == losses[1]

@@ -1,0 +1,129 @@
+"""Measures the real trainers' throughput, side by side, in one invocation.
+
+    python tools/benchmark.py --out DIR [--steps 300] [--warmup 60] [--repeats 3]
+
+Every case launches the real trainer (legacy_hvd.train or train_tf2) under
+horovodrun for warmup + steps global steps with its default settings and
+reads rank 0's step log: images/sec is counted over the steps after the
+warm-up only (no start-up, graph building, first checkpoint or evaluation).
+The cases run interleaved, repeat after repeat, so slow phases of a noisy
+machine hit every case alike; each figure is the median of its repeats and
+each ratio is computed from medians of this one invocation. Writes
+DIR/benchmark.json and DIR/benchmark.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT_SECONDS = 900
+BATCH_SIZE = 64            # per worker, the trainer's default
+
+# name -> (module, np, extra trainer flags, extra horovodrun flags)
+CASES = {
+    "tf1-np1": ("legacy_hvd.train", 1, [], []),
+    "tf1-np2": ("legacy_hvd.train", 2, [], []),
+    "tf1-np4": ("legacy_hvd.train", 4, [], []),
+    "tf2-np1": ("legacy_hvd.train_tf2", 1, ["--optimizer_impl=keras"], []),
+    "tf1-np1-synthetic": ("legacy_hvd.train", 1, ["--synthetic"], []),
+    "tf1-np4-synthetic": ("legacy_hvd.train", 4, ["--synthetic"], []),
+    "tf1-np4-mpi": ("legacy_hvd.train", 4, [], ["--mpi"]),
+}
+# name -> (numerator case, denominator case, target or None)
+RATIOS = {
+    "np2 / np1 (aggregate)": ("tf1-np2", "tf1-np1", 0.90),
+    "np4 / np1 (aggregate)": ("tf1-np4", "tf1-np1", 0.85),
+    "tf1 / tf2 at np1": ("tf1-np1", "tf2-np1", 1.10),
+    "real / synthetic data at np1": ("tf1-np1", "tf1-np1-synthetic", 0.97),
+    "real / synthetic data at np4": ("tf1-np4", "tf1-np4-synthetic", 0.97),
+    "mpi / gloo at np4": ("tf1-np4-mpi", "tf1-np4", None),
+}
+
+
+def parse_args(argv):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--out", required=True)
+  parser.add_argument("--steps", type=int, default=300,
+                      help="measured global steps per run")
+  parser.add_argument("--warmup", type=int, default=60,
+                      help="global steps run before measuring")
+  parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--cases", default=",".join(
+      c for c in CASES if not c.endswith("-mpi")),
+                      help="comma-separated, from: " + ", ".join(CASES))
+  parser.add_argument("--data_dir", help="passed to the trainers")
+  args = parser.parse_args(argv)
+  args.cases = args.cases.split(",")
+  unknown = sorted(set(args.cases) - set(CASES))
+  if unknown or min(args.steps, args.warmup, args.repeats) < 1:
+    parser.error(f"expected --cases from {', '.join(CASES)} and positive "
+                 f"--steps, --warmup, --repeats; got {unknown or ''}")
+  return args
+
+
+def run_case(name, args, work):
+  """Launches one case; returns aggregate images/sec after the warm-up."""
+  module, np, flags, launcher = CASES[name]
+  model_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=work)
+  step_log = os.path.join(model_dir, "steps.jsonl")
+  total = args.warmup + args.steps
+  command = ["horovodrun", "-np", str(np), "-H", f"localhost:{np}", *launcher,
+             sys.executable, "-m", module, f"--model_dir={model_dir}",
+             f"--max_steps={total}", f"--step_log={step_log}",
+             f"--log_every_n_steps={total}",
+             f"--save_checkpoints_steps={total}", *flags]
+  if args.data_dir:
+    command.append(f"--data_dir={args.data_dir}")
+  process = subprocess.run(command, capture_output=True, text=True,
+                           timeout=TIMEOUT_SECONDS)
+  if process.returncode:
+    sys.exit(f"benchmark: error: case {name} exited {process.returncode}:\n"
+             + process.stderr[-2000:])
+  with open(step_log) as f:
+    times = {r["step"]: r["time"] for r in map(json.loads, f)}
+  return args.steps * BATCH_SIZE * np / (times[total] - times[args.warmup])
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  os.makedirs(args.out, exist_ok=True)
+  runs = {name: [] for name in args.cases}
+  with tempfile.TemporaryDirectory(prefix="benchmark-") as work:
+    for repeat in range(args.repeats):
+      for name in args.cases:
+        rate = run_case(name, args, work)
+        runs[name].append(rate)
+        print(f"benchmark: repeat {repeat + 1} {name}: {rate:.0f} images/sec",
+              flush=True)
+  medians = {name: statistics.median(rates) for name, rates in runs.items()}
+  ratios = {}
+  for label, (top, bottom, target) in RATIOS.items():
+    if top in medians and bottom in medians:
+      value = medians[top] / medians[bottom]
+      ratios[label] = {"value": value, "target": target,
+                       "met": None if target is None else value >= target}
+  report = {"steps": args.steps, "warmup": args.warmup,
+            "repeats": args.repeats, "batch_size_per_worker": BATCH_SIZE,
+            "cpu_count": os.cpu_count(), "images_per_sec": runs,
+            "median_images_per_sec": medians, "ratios": ratios}
+  with open(os.path.join(args.out, "benchmark.json"), "w") as f:
+    json.dump(report, f, indent=2)
+  lines = ["| case | median images/sec | runs |", "|---|---|---|"]
+  lines += [f"| {name} | {medians[name]:.0f} | "
+            + ", ".join(f"{r:.0f}" for r in runs[name]) + " |"
+            for name in args.cases]
+  lines += ["", "| ratio | value | target | met |", "|---|---|---|---|"]
+  lines += [f"| {label} | {r['value']:.3f} | "
+            f"{'-' if r['target'] is None else r['target']} | "
+            f"{'-' if r['met'] is None else r['met']} |"
+            for label, r in ratios.items()]
+  with open(os.path.join(args.out, "benchmark.md"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+  print("\n".join(lines))
+
+
+if __name__ == "__main__":
+  main()
