@@ -1,6 +1,6 @@
 """Flags for the input data.
 
-    define_data()   # registers --data_dir and --augment
+    define_data()   # registers --data_dir, --augment and --synthetic
 """
 from absl import flags
 
@@ -15,4 +15,8 @@ def define_data(flag_values=flags.FLAGS):
   flags.DEFINE_boolean(
       "augment", False, "Augment training images: random 32x32 crop of the "
       "image padded by 4 pixels, and random horizontal flip.",
+      flag_values=flag_values)
+  flags.DEFINE_boolean(
+      "synthetic", False, "Train on one fixed random batch held in memory, "
+      "to measure compute and communication without the input pipeline.",
       flag_values=flag_values)

@@ -27,6 +27,7 @@ class Config:
   save_checkpoints_steps: int = 500
   data_dir: Optional[str] = None
   augment: bool = False
+  synthetic: bool = False
   fp16_allreduce: bool = False
   backward_passes_per_step: int = 1
   intra_op_threads: int = 0

@@ -59,7 +59,11 @@ class Progress:
 
 
 class StepLog:
-  """Appends {"step", "loss", "learning_rate"[, "weight_digest"]} lines."""
+  """Appends {"step", "time", "loss", "learning_rate"[, "weight_digest"]}.
+
+  "time" is rank 0's wall clock in seconds when the step was recorded
+  (tools/benchmark.py times steps with it).
+  """
 
   def __init__(self, path):
     self._file = open(path, "a", buffering=1) if path else None
@@ -67,7 +71,7 @@ class StepLog:
   def write(self, step, loss, learning_rate, digest=None):
     if self._file is None:
       return
-    record = {"step": int(step), "loss": float(loss),
+    record = {"step": int(step), "time": time.time(), "loss": float(loss),
               "learning_rate": float(learning_rate)}
     if digest is not None:
       record["weight_digest"] = [float(d) for d in digest]

@@ -70,6 +70,8 @@ def train(config, data, rank, size, local_rank, local_size, stop_signals):
                                    shard_index=rank, seed=config.seed,
                                    augment=config.augment,
                                    skip_examples=skip_examples)
+  if config.synthetic:
+    dataset = pipeline.synthetic_batches(config.batch_size, config.seed)
   iterator = tf.data.make_initializable_iterator(dataset)
   images, labels = iterator.get_next()
 
@@ -112,8 +114,10 @@ def train(config, data, rank, size, local_rank, local_size, stop_signals):
   all_digests = hvd.allgather(digest[None])
   stop_flag = tf.placeholder_with_default(0.0, [])
   # Horovod: a stop request on any rank reaches all ranks in the same step
-  # (an Average allreduce, so Horovod fuses it with the gradients').
-  any_stop = hvd.allreduce(stop_flag, op=hvd.Average)
+  # (an Average allreduce, so Horovod fuses it with the gradients'; alone,
+  # a rank needs no agreement and no trip through Horovod's loop).
+  any_stop = (hvd.allreduce(stop_flag, op=hvd.Average) if size > 1
+              else stop_flag)
 
   def finish(session):
     return (test_set.run(session, data.test_images, data.test_labels),

@@ -116,6 +116,8 @@ def train(config, data, rank, size):
                                    augment=config.augment,
                                    skip_examples=int(step.numpy())
                                    * config.batch_size)
+  if config.synthetic:
+    dataset = pipeline.synthetic_batches(config.batch_size, config.seed)
   progress = Progress(config.log_every_n_steps, config.batch_size * size,
                       log=rank == 0)
   step_log = StepLog(config.step_log if rank == 0 else None)

@@ -30,6 +30,7 @@ CASES = {
     "tf2-np1": ("legacy_hvd.train_tf2", 1, ["--optimizer_impl=keras"], []),
     "tf1-np1-synthetic": ("legacy_hvd.train", 1, ["--synthetic"], []),
     "tf1-np4-synthetic": ("legacy_hvd.train", 4, ["--synthetic"], []),
+    "tf1-np2-deterministic": ("legacy_hvd.train", 2, ["--deterministic"], []),
     "tf1-np4-mpi": ("legacy_hvd.train", 4, [], ["--mpi"]),
 }
 # name -> (numerator case, denominator case, target or None)
@@ -39,6 +40,8 @@ RATIOS = {
     "tf1 / tf2 at np1": ("tf1-np1", "tf2-np1", 1.10),
     "real / synthetic data at np1": ("tf1-np1", "tf1-np1-synthetic", 0.97),
     "real / synthetic data at np4": ("tf1-np4", "tf1-np4-synthetic", 0.97),
+    "deterministic / default at np2": ("tf1-np2-deterministic", "tf1-np2",
+                                       None),
     "mpi / gloo at np4": ("tf1-np4-mpi", "tf1-np4", None),
 }
 
@@ -52,7 +55,7 @@ def parse_args(argv):
                       help="global steps run before measuring")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--cases", default=",".join(
-      c for c in CASES if not c.endswith("-mpi")),
+      c for c in CASES if not c.endswith(("-mpi", "-deterministic"))),
                       help="comma-separated, from: " + ", ".join(CASES))
   parser.add_argument("--data_dir", help="passed to the trainers")
   args = parser.parse_args(argv)

@@ -4,6 +4,7 @@
                                    num_shards=size, shard_index=rank, seed=s)
     images, labels = test_batches(images_u8, labels_i32, batch_size=500,
                                   num_shards=size, shard_index=rank)
+    images, labels = synthetic_batches(batch_size=64, seed=s)   # --synthetic
 
 Each returns a `tf.data.Dataset` of (float32 [B, 32, 32, 3] normalized images,
 int32 [B] labels). The inputs may be numpy arrays (TF2 path) or placeholders
@@ -63,6 +64,14 @@ def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
   dataset = dataset.map(lambda x, y: (normalize(x), y),
                         num_parallel_calls=tf.data.AUTOTUNE)
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def synthetic_batches(batch_size, seed):
+  """The same random normalized batch forever: compute without input cost."""
+  images = tf.random.stateless_normal([batch_size, 32, 32, 3], seed=[seed, 0])
+  labels = tf.random.stateless_uniform([batch_size], seed=[seed, 1], minval=0,
+                                       maxval=10, dtype=tf.int32)
+  return tf.data.Dataset.from_tensors((images, labels)).repeat()
 
 
 def test_batches(images, labels, num_shards, shard_index,
