@@ -14,7 +14,6 @@ import tempfile
 
 from absl import flags
 from absl import logging
-import horovod
 import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
@@ -257,17 +256,7 @@ def main(argv):
                    config.model_dir)
     sys.exit(StopSignals.exit_code(stop_signals.requested))
   if rank == 0:
-    summary.update({"data_source": data.source,
-                    "tensorflow_version": tf.__version__,
-                    "horovod_version": horovod.__version__,
-                    "flags": config.as_dict()})
-    path = results.write_json(
-        os.path.join(config.model_dir, results.RESULTS_FILE), summary)
-    logging.info("Test accuracy %.4f over %d images; results in %s",
-                 summary["test_accuracy"], summary["test_examples"], path)
-    if not summary["weights_in_sync"]:
-      cli.fail("ranks ended with different weights; see weight_digests in "
-               f"{path}")
+    results.write_run_results(summary, config, data.source, "tf1")
 
 
 def _latest_step(model_dir):

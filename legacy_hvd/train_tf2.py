@@ -12,7 +12,6 @@ import os
 
 from absl import flags
 from absl import logging
-import horovod
 import horovod.tensorflow as hvd
 import tensorflow as tf
 
@@ -191,17 +190,7 @@ def main(argv):
                  len(data.train_labels), len(data.test_labels), size)
   summary = train(config, data, rank, size)
   if rank == 0:
-    summary.update({"path": "tf2", "data_source": data.source,
-                    "tensorflow_version": tf.__version__,
-                    "horovod_version": horovod.__version__,
-                    "flags": config.as_dict()})
-    path = results.write_json(
-        os.path.join(config.model_dir, results.RESULTS_FILE), summary)
-    logging.info("Test accuracy %.4f over %d images; results in %s",
-                 summary["test_accuracy"], summary["test_examples"], path)
-    if not summary["weights_in_sync"]:
-      cli.fail("ranks ended with different weights; see weight_digests in "
-               f"{path}")
+    results.write_run_results(summary, config, data.source, "tf2")
 
 
 def run():
