@@ -63,14 +63,15 @@ def train(config, data, rank, size, local_rank, local_size, stop_signals):
   train_labels = tf.placeholder(tf.int32, data.train_labels.shape)
   # On resume, the input continues where the interrupted run stopped.
   skip_examples = tf.placeholder_with_default(tf.constant(0, tf.int64), [])
-  # Horovod: each rank reads its own shard of the training set.
-  dataset = pipeline.train_batches(train_images, train_labels,
-                                   config.batch_size, num_shards=size,
-                                   shard_index=rank, seed=config.seed,
-                                   augment=config.augment,
-                                   skip_examples=skip_examples)
   if config.synthetic:
     dataset = pipeline.synthetic_batches(config.batch_size, config.seed)
+  else:
+    # Horovod: each rank reads its own shard of the training set.
+    dataset = pipeline.train_batches(train_images, train_labels,
+                                     config.batch_size, num_shards=size,
+                                     shard_index=rank, seed=config.seed,
+                                     augment=config.augment,
+                                     skip_examples=skip_examples)
   iterator = tf.data.make_initializable_iterator(dataset)
   images, labels = iterator.get_next()
 
@@ -219,19 +220,28 @@ def check_on_rank0(rank, checks):
     sys.exit(cli.INPUT_ERROR)
 
 
-def main(argv):
-  del argv  # cli.parse_flags allows none
-  config = Config.from_flags(flags.FLAGS)
-  stop_signals = StopSignals().install()
-  tf.disable_v2_behavior()
+def before_horovod(config):
+  """What every rank checks and sets before hvd.init(); returns the data.
+
+  Bad paths and data end here, on every rank at once, in one line: no rank
+  has joined a collective yet, so none is left waiting.
+  """
   check_model_dir(config.model_dir)
   try:
     data = cifar10.load(config.data_dir)
   except cifar10.DataError as e:
     cli.fail(str(e))
-
   if config.deterministic:
     runtime.make_deterministic()
+  return data
+
+
+def main(argv):
+  del argv  # cli.parse_flags allows none
+  config = Config.from_flags(flags.FLAGS)
+  stop_signals = StopSignals().install()
+  tf.disable_v2_behavior()
+  data = before_horovod(config)
   # Horovod: initialize Horovod (after the inputs are known to be usable, so
   # a bad path stops every rank before any of them waits on the others).
   hvd.init()

@@ -25,11 +25,10 @@ from legacy_hvd import results
 from legacy_hvd import runtime
 from legacy_hvd import schedule
 from legacy_hvd.config import Config
-from legacy_hvd.data import cifar10
 from legacy_hvd.data import pipeline
 from legacy_hvd.progress import Progress
 from legacy_hvd.progress import StepLog
-from legacy_hvd.train import check_model_dir
+from legacy_hvd.train import before_horovod
 
 
 def pin_devices(config, local_rank, local_size):
@@ -108,15 +107,15 @@ def train(config, data, rank, size):
                               root_rank=0)
     return loss, accuracy, rate
 
-  # Horovod: each rank reads its own shard of the training set.
-  dataset = pipeline.train_batches(data.train_images, data.train_labels,
-                                   config.batch_size, num_shards=size,
-                                   shard_index=rank, seed=config.seed,
-                                   augment=config.augment,
-                                   skip_examples=int(step.numpy())
-                                   * config.batch_size)
   if config.synthetic:
     dataset = pipeline.synthetic_batches(config.batch_size, config.seed)
+  else:
+    # Horovod: each rank reads its own shard of the training set.
+    dataset = pipeline.train_batches(
+        data.train_images, data.train_labels, config.batch_size,
+        num_shards=size, shard_index=rank, seed=config.seed,
+        augment=config.augment,
+        skip_examples=int(step.numpy()) * config.batch_size)
   progress = Progress(config.log_every_n_steps, config.batch_size * size,
                       log=rank == 0)
   step_log = StepLog(config.step_log if rank == 0 else None)
@@ -172,14 +171,7 @@ def evaluate(params, data, rank, size):
 def main(argv):
   del argv
   config = Config.from_flags(flags.FLAGS)
-  check_model_dir(config.model_dir)
-  try:
-    data = cifar10.load(config.data_dir)
-  except cifar10.DataError as e:
-    cli.fail(str(e))
-
-  if config.deterministic:
-    runtime.make_deterministic()
+  data = before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
   rank, size = hvd.rank(), hvd.size()

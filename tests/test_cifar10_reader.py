@@ -1,6 +1,5 @@
 """Byte-exact reading of the official binary layout, and the embedded data."""
 import numpy as np
-import pytest
 
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import embedded
