@@ -22,16 +22,19 @@ import tempfile
 TIMEOUT_SECONDS = 900
 BATCH_SIZE = 64            # per worker, the trainer's default
 
-# name -> (module, np, extra trainer flags, extra horovodrun flags)
+# name -> (module, np, extra trainer flags, extra horovodrun flags). Gloo is
+# named explicitly: a Horovod built with MPI too would otherwise default to MPI.
+GLOO, MPI = ["--gloo"], ["--mpi"]
 CASES = {
-    "tf1-np1": ("legacy_hvd.train", 1, [], []),
-    "tf1-np2": ("legacy_hvd.train", 2, [], []),
-    "tf1-np4": ("legacy_hvd.train", 4, [], []),
-    "tf2-np1": ("legacy_hvd.train_tf2", 1, ["--optimizer_impl=keras"], []),
-    "tf1-np1-synthetic": ("legacy_hvd.train", 1, ["--synthetic"], []),
-    "tf1-np4-synthetic": ("legacy_hvd.train", 4, ["--synthetic"], []),
-    "tf1-np2-deterministic": ("legacy_hvd.train", 2, ["--deterministic"], []),
-    "tf1-np4-mpi": ("legacy_hvd.train", 4, [], ["--mpi"]),
+    "tf1-np1": ("legacy_hvd.train", 1, [], GLOO),
+    "tf1-np2": ("legacy_hvd.train", 2, [], GLOO),
+    "tf1-np4": ("legacy_hvd.train", 4, [], GLOO),
+    "tf2-np1": ("legacy_hvd.train_tf2", 1, ["--optimizer_impl=keras"], GLOO),
+    "tf1-np1-synthetic": ("legacy_hvd.train", 1, ["--synthetic"], GLOO),
+    "tf1-np4-synthetic": ("legacy_hvd.train", 4, ["--synthetic"], GLOO),
+    "tf1-np2-deterministic": ("legacy_hvd.train", 2, ["--deterministic"],
+                              GLOO),
+    "tf1-np4-mpi": ("legacy_hvd.train", 4, [], MPI),
 }
 # name -> (numerator case, denominator case, target or None)
 RATIOS = {
@@ -58,6 +61,9 @@ def parse_args(argv):
       c for c in CASES if not c.endswith(("-mpi", "-deterministic"))),
                       help="comma-separated, from: " + ", ".join(CASES))
   parser.add_argument("--data_dir", help="passed to the trainers")
+  parser.add_argument("--trainer_flags", default="",
+                      help="more trainer flags for every case, e.g. "
+                      "'--intra_op_threads=2' to measure a knob")
   args = parser.parse_args(argv)
   args.cases = args.cases.split(",")
   unknown = sorted(set(args.cases) - set(CASES))
@@ -73,13 +79,14 @@ def run_case(name, args, work):
   model_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=work)
   step_log = os.path.join(model_dir, "steps.jsonl")
   total = args.warmup + args.steps
-  command = ["horovodrun", "-np", str(np), "-H", f"localhost:{np}", *launcher,
+  command = ["horovodrun", *launcher, "-np", str(np), "-H", f"localhost:{np}",
              sys.executable, "-m", module, f"--model_dir={model_dir}",
              f"--max_steps={total}", f"--step_log={step_log}",
              f"--log_every_n_steps={total}",
              f"--save_checkpoints_steps={total}", *flags]
   if args.data_dir:
     command.append(f"--data_dir={args.data_dir}")
+  command += args.trainer_flags.split()
   process = subprocess.run(command, capture_output=True, text=True,
                            timeout=TIMEOUT_SECONDS)
   if process.returncode:
@@ -109,6 +116,7 @@ def main(argv=None):
       ratios[label] = {"value": value, "target": target,
                        "met": None if target is None else value >= target}
   report = {"steps": args.steps, "warmup": args.warmup,
+            "trainer_flags": args.trainer_flags,
             "repeats": args.repeats, "batch_size_per_worker": BATCH_SIZE,
             "cpu_count": os.cpu_count(), "images_per_sec": runs,
             "median_images_per_sec": medians, "ratios": ratios}
