@@ -1,7 +1,10 @@
 """legacy-hvd: reference Horovod data-parallel training in TF1 graph mode.
 
-Entry points: legacy_hvd.train (TF1 graph, the main job). Library modules:
-model, schedule, evaluation, hooks, data.cifar10, data.pipeline.
+Entry points (python -m ...): legacy_hvd.train (the TF1 graph job),
+legacy_hvd.train_tf2 (its TF2 twin), legacy_hvd.evaluate, legacy_hvd.export,
+legacy_hvd.predict, legacy_hvd.data (download). Library modules: model,
+schedule, optimizers, evaluation, hooks, progress, checkpoints, signals,
+runtime, results, cli, config; data.cifar10, data.embedded, data.pipeline.
 """
 import os
 
