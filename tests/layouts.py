@@ -13,17 +13,18 @@ def planes(images):
   return images.transpose(0, 3, 1, 2).reshape(len(images), -1)
 
 
-def split(images, labels, parts):
-  return zip(np.array_split(images, parts), np.array_split(labels, parts))
+def batch_files(data, names):
+  """Pairs the layout's six file names with five train chunks and the test set."""
+  train = zip(np.array_split(data.train_images, 5),
+              np.array_split(data.train_labels, 5))
+  return zip(names, [*train, (data.test_images, data.test_labels)])
 
 
 def write_bin_layout(root, data):
   layout = os.path.join(root, cifar10.BIN_DIR)
   os.makedirs(layout)
-  chunks = list(split(data.train_images, data.train_labels, 5)) + [
-      (data.test_images, data.test_labels)]
-  for name, (images, labels) in zip(cifar10.BIN_FILES + (cifar10.BIN_TEST,),
-                                    chunks):
+  for name, (images, labels) in batch_files(
+      data, cifar10.BIN_FILES + (cifar10.BIN_TEST,)):
     records = np.concatenate([labels[:, None].astype(np.uint8),
                               planes(images)], axis=1)
     records.tofile(os.path.join(layout, name))
@@ -34,10 +35,8 @@ def write_py_layout(root, data):
   """Pickled dicts with bytes keys, as the Python 2 originals unpickle."""
   layout = os.path.join(root, cifar10.PY_DIR)
   os.makedirs(layout)
-  chunks = list(split(data.train_images, data.train_labels, 5)) + [
-      (data.test_images, data.test_labels)]
-  for name, (images, labels) in zip(cifar10.PY_FILES + (cifar10.PY_TEST,),
-                                    chunks):
+  for name, (images, labels) in batch_files(
+      data, cifar10.PY_FILES + (cifar10.PY_TEST,)):
     batch = {b"batch_label": name.encode(), b"labels": labels.tolist(),
              b"data": planes(images),
              b"filenames": [b"%d.png" % i for i in range(len(labels))]}
