@@ -60,8 +60,8 @@ class ProgressHook(tf.train.SessionRunHook):
   """Feeds every step's scalars to a progress.Progress (and a StepLog).
 
   `fetches` maps names to scalar tensors: "global_step" (its value after
-  the step's update), "loss" and "learning_rate" at least. They are fetched every step (scalars: cheap) so
-  the final loss is known. When Progress logs, images/sec also goes to
+  the step's update), "loss" and "learning_rate" at least. They are fetched
+  every step (scalars: cheap) so the final loss is known. When Progress logs, images/sec also goes to
   TensorBoard (given `summary_dir`) and the weight digest to the step log.
   """
 

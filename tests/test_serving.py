@@ -1,5 +1,7 @@
 """Export, reload in plain TF2, predict, and plot a run trained for a few steps."""
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -8,8 +10,6 @@ import tensorflow as tf
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import embedded
 from tests.helpers import REPO, assert_ok, horovodrun, run_module
-import subprocess
-import sys
 
 
 @pytest.fixture(scope="module")

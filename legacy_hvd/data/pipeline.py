@@ -1,10 +1,10 @@
 """tf.data input pipelines over in-memory CIFAR-10 arrays, one shard per rank.
 
-    images, labels = train_batches(images_u8, labels_i32, batch_size=64,
-                                   num_shards=size, shard_index=rank, seed=s)
-    images, labels = test_batches(images_u8, labels_i32, batch_size=500,
-                                  num_shards=size, shard_index=rank)
-    images, labels = synthetic_batches(batch_size=64, seed=s)   # --synthetic
+    dataset = train_batches(images_u8, labels_i32, batch_size=64,
+                            num_shards=size, shard_index=rank, seed=s)
+    dataset = test_batches(images_u8, labels_i32, num_shards=size,
+                           shard_index=rank)
+    dataset = synthetic_batches(batch_size=64, seed=s)   # --synthetic
 
 Each returns a `tf.data.Dataset` of (float32 [B, 32, 32, 3] normalized images,
 int32 [B] labels). The inputs may be numpy arrays (TF2 path) or placeholders
