@@ -13,12 +13,20 @@ def define_performance(flag_values=flags.FLAGS):
   flags.DEFINE_integer(
       "backward_passes_per_step", 1, "Gradient accumulation: local batches "
       "whose gradients are averaged before each allreduce and update.", **fv)
+  flags.DEFINE_boolean(
+      "cpu_affinity", True, "Pin each local rank to its own share of the "
+      "cores (the CPU counterpart of one GPU per rank). Turn off when the "
+      "launcher binds ranks itself (mpirun --bind-to).", **fv)
   flags.DEFINE_integer(
-      "intra_op_threads", 0, "TensorFlow threads per op in each process; 0 "
-      "divides the machine's cores between the local ranks.", **fv)
+      "intra_op_threads", 0, "TensorFlow threads per op in each process; 0: "
+      "one per core of the rank's share of the cores.", **fv)
   flags.DEFINE_integer(
       "inter_op_threads", 0, "TensorFlow ops run at once in each process; 0 "
       "sizes it like --intra_op_threads.", **fv)
+  flags.DEFINE_boolean(
+      "horovod", True, "--nohorovod: plain TensorFlow, one process started "
+      "with python (not horovodrun), the same graph without Horovod's ops: "
+      "the baseline tools/benchmark.py measures Horovod's cost against.", **fv)
 
   flags.DEFINE_boolean(
       "deterministic", False, "Bitwise-repeatable runs: TensorFlow op "
@@ -28,6 +36,13 @@ def define_performance(flag_values=flags.FLAGS):
   flags.register_validator(
       "backward_passes_per_step", lambda v: v >= 1,
       message="--backward_passes_per_step must be a positive integer", **fv)
+  @flags.multi_flags_validator(
+      ["horovod", "backward_passes_per_step"],
+      message="--nohorovod needs --backward_passes_per_step=1 (gradient "
+      "accumulation is Horovod's DistributedOptimizer's)", **fv)
+  def _accumulation_needs_horovod(values):
+    return values["horovod"] or values["backward_passes_per_step"] == 1
+
   for name in ("intra_op_threads", "inter_op_threads"):
     flags.register_validator(
         name, lambda v: v >= 0,

@@ -1,6 +1,6 @@
 """Flags only the TF2 path has.
 
-    define_tf2()   # registers --optimizer_impl
+    define_tf2()   # registers --optimizer_impl; refuses TF1-only settings
 """
 from absl import flags
 
@@ -21,3 +21,9 @@ def define_tf2(flag_values=flags.FLAGS):
                    flag_values=flag_values)
   def _no_accumulation(value):
     return value == 1
+
+  @flags.validator("horovod", message="--nohorovod is a mode of "
+                   "legacy_hvd.train only; the TF2 path always runs Horovod",
+                   flag_values=flag_values)
+  def _with_horovod(value):
+    return value

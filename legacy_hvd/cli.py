@@ -2,6 +2,7 @@
 
     cli.run(main)            # absl app.run with one-line flag errors
     cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
+    cli.exit_quietly()       # a rank whose error another rank reports
 
 A launcher such as horovodrun starts the same command in every rank, so a bad
 flag or path is found by all of them at once. The message is printed by local
@@ -11,6 +12,7 @@ non-zero, so the launcher stops the job and nobody waits in a collective.
 """
 import os
 import sys
+import time
 
 from absl import app
 from absl import flags
@@ -20,6 +22,9 @@ _LOCAL_RANK_VARIABLES = ("HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                          "MPI_LOCALRANKID")
 USAGE_ERROR = 2
 INPUT_ERROR = 1
+# Seconds a silent rank waits before exiting: horovodrun kills every rank
+# once one exits, so a silent rank exiting first could cut off the line.
+REPORTER_HEAD_START = 3.0
 
 
 class UserError(Exception):
@@ -45,6 +50,13 @@ def fail(message, exit_code=INPUT_ERROR):
   """Prints `program: error: message` (once per host) and exits."""
   if _reports_errors():
     print(f"{_program()}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(exit_code)
+  exit_quietly(exit_code)
+
+
+def exit_quietly(exit_code=INPUT_ERROR):
+  """Exits without a word, after the rank that reports the error had time."""
+  time.sleep(REPORTER_HEAD_START)
   sys.exit(exit_code)
 
 

@@ -30,9 +30,11 @@ class Config:
   synthetic: bool = False
   fp16_allreduce: bool = False
   backward_passes_per_step: int = 1
+  cpu_affinity: bool = True
   intra_op_threads: int = 0
   inter_op_threads: int = 0
   deterministic: bool = False
+  horovod: bool = True
   optimizer_impl: str = "v1"       # TF2 path only: v1 or keras
 
   @classmethod

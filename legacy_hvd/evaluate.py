@@ -36,7 +36,7 @@ def format_table(metrics):
   return "\n".join(lines)
 
 
-def evaluate(checkpoint, data, rank, size, local_size):
+def evaluate(checkpoint, data, rank, size, local_rank, local_size):
   """Restores `checkpoint` on rank 0, scores the test set on all; metrics."""
   params = model.create_variables(seed=0)   # values come from the checkpoint
   # Horovod: the test-set counts are summed over all ranks.
@@ -45,9 +45,10 @@ def evaluate(checkpoint, data, rank, size, local_size):
       sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
   # Horovod: every rank takes rank 0's restored weights.
   broadcast = hvd.broadcast_global_variables(0)
-  intra, inter = runtime.cpu_threads(local_size)
-  config = tf.ConfigProto(intra_op_parallelism_threads=intra,
-                          inter_op_parallelism_threads=inter)
+  placement = runtime.place_local_rank(local_rank, local_size)
+  config = tf.ConfigProto(
+      intra_op_parallelism_threads=placement.intra_op_threads,
+      inter_op_parallelism_threads=placement.inter_op_threads)
   with tf.Session(config=config) as session:
     session.run(tf.global_variables_initializer())
     if rank == 0:
@@ -67,7 +68,7 @@ def main(argv):
   # Horovod: initialize, once the inputs are known to be usable.
   hvd.init()
   metrics = evaluate(checkpoint, data, hvd.rank(), hvd.size(),
-                     hvd.local_size())
+                     hvd.local_rank(), hvd.local_size())
   if hvd.rank() == 0:
     metrics.update({"checkpoint": checkpoint, "data_source": data.source,
                     "world_size": hvd.size()})

@@ -23,6 +23,7 @@ from legacy_hvd import cli
 from legacy_hvd import evaluation
 from legacy_hvd import hooks
 from legacy_hvd import model
+from legacy_hvd import no_horovod
 from legacy_hvd import optimizers
 from legacy_hvd import results
 from legacy_hvd import runtime
@@ -30,25 +31,27 @@ from legacy_hvd import schedule
 from legacy_hvd.config import Config
 from legacy_hvd.progress import Progress
 from legacy_hvd.progress import StepLog
+from legacy_hvd.data import cifar10
+from legacy_hvd.data import pipeline
 from legacy_hvd.signals import StopSignals
 
 NON_FINITE_GRADIENT = "non-finite averaged gradient"
-from legacy_hvd.data import cifar10
-from legacy_hvd.data import pipeline
+# Launchers' variables for the number of processes in the job.
+WORLD_SIZE_VARIABLES = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
-def session_config(config, local_rank, local_size):
+
+def session_config(placement, local_rank):
   session = tf.ConfigProto()
   # Horovod: pin each process to one GPU: the one numbered by its local rank.
   session.gpu_options.allow_growth = True
   session.gpu_options.visible_device_list = str(local_rank)
-  # Horovod: on CPU the cores are what the local ranks share: give each its part.
-  session.intra_op_parallelism_threads, session.inter_op_parallelism_threads = (
-      runtime.cpu_threads(local_size, config.intra_op_threads,
-                          config.inter_op_threads))
+  # One thread per core this rank was given (runtime.place_local_rank).
+  session.intra_op_parallelism_threads = placement.intra_op_threads
+  session.inter_op_parallelism_threads = placement.inter_op_threads
   return session
 
 
-def train(config, data, rank, size, local_rank, local_size, stop_signals):
+def train(config, data, rank, size, local_rank, placement, stop_signals):
   """Builds the graph, trains, evaluates; returns the summary dict (all ranks).
 
   Returns None when a stop signal ended training early (rank 0 has saved a
@@ -129,9 +132,6 @@ def train(config, data, rank, size, local_rank, local_size, stop_signals):
   stop = hooks.StopRequestHook(stop_signals, stop_flag, any_stop)
   final = hooks.FinalHook(finish, skip_if=lambda: stop.stopped)
   train_hooks = [
-      # Horovod: start every rank from rank 0's variables: its fresh initial
-      # values, or what it restored from the checkpoint.
-      hooks.BroadcastGlobalVariablesHook(0),   # hvd's (ours on TF >= 2.16)
       # Horovod: all ranks stop at the same global step.
       tf.train.StopAtStepHook(last_step=max_steps),
       hooks.IteratorInitializerHook(
@@ -148,12 +148,17 @@ def train(config, data, rank, size, local_rank, local_size, stop_signals):
           step_log=step_log, digest=digest),
       final,
   ]
+  if config.horovod:
+    # Horovod: start every rank from rank 0's variables: its fresh initial
+    # values, or what it restored from the checkpoint. (Horovod's hook, or
+    # ours on TF >= 2.16.)
+    train_hooks.insert(0, hooks.BroadcastGlobalVariablesHook(0))
   # Horovod: only rank 0 saves checkpoints and summaries, so other ranks
   # cannot corrupt them; it also restores from them when resuming.
   with tf.train.MonitoredTrainingSession(
       checkpoint_dir=config.model_dir if rank == 0 else None,
       hooks=train_hooks,
-      config=session_config(config, local_rank, local_size),
+      config=session_config(placement, local_rank),
       save_checkpoint_steps=config.save_checkpoints_steps,
       save_summaries_steps=config.log_every_n_steps,
       log_step_count_steps=None) as session:
@@ -217,7 +222,7 @@ def check_on_rank0(rank, checks):
   if failed and rank == 0:
     cli.fail(problem)
   if failed:
-    sys.exit(cli.INPUT_ERROR)
+    cli.exit_quietly()
 
 
 def before_horovod(config):
@@ -227,6 +232,12 @@ def before_horovod(config):
   has joined a collective yet, so none is left waiting.
   """
   check_model_dir(config.model_dir)
+  launched = [name for name in WORLD_SIZE_VARIABLES
+              if int(os.environ.get(name, "1")) > 1]
+  if not config.horovod and launched:
+    cli.fail(f"--nohorovod: started as one of {os.environ[launched[0]]} "
+             "processes; expected one process, started with python, not "
+             "horovodrun or mpirun")
   try:
     data = cifar10.load(config.data_dir)
   except cifar10.DataError as e:
@@ -242,10 +253,21 @@ def main(argv):
   stop_signals = StopSignals().install()
   tf.disable_v2_behavior()
   data = before_horovod(config)
+  if not config.horovod:
+    # Plain TensorFlow: the same graph, one process, no Horovod at all.
+    global hvd
+    hvd = no_horovod
   # Horovod: initialize Horovod (after the inputs are known to be usable, so
   # a bad path stops every rank before any of them waits on the others).
   hvd.init()
   rank, size = hvd.rank(), hvd.size()
+  # Horovod: on CPU the cores are what the local ranks share: pin each rank
+  # to its own part and size its thread pools to it.
+  placement = runtime.place_local_rank(
+      hvd.local_rank(), hvd.local_size(), config.cpu_affinity,
+      config.intra_op_threads, config.inter_op_threads)
+  logging.info("%s", runtime.describe(placement, rank, hvd.local_rank(),
+                                      hvd.local_size()))
 
   def model_dir_checks():
     prepare_model_dir(config.model_dir)
@@ -256,7 +278,7 @@ def main(argv):
     logging.info("Training on %s: %d train, %d test images; %d workers",
                  data.source, len(data.train_labels), len(data.test_labels),
                  size)
-  summary = train(config, data, rank, size, hvd.local_rank(), hvd.local_size(),
+  summary = train(config, data, rank, size, hvd.local_rank(), placement,
                   stop_signals)
   if summary is None:
     if rank == 0:

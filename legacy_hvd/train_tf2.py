@@ -31,18 +31,23 @@ from legacy_hvd.progress import StepLog
 from legacy_hvd.train import before_horovod
 
 
-def pin_devices(config, local_rank, local_size):
+def pin_devices(config, rank, local_rank, local_size):
   # Horovod: pin each process to one GPU: the one numbered by its local rank.
   # (tf.ConfigProto and tf.Session do nothing for a tf.function loop.)
   gpus = tf.config.list_physical_devices("GPU")
   if gpus:
     tf.config.experimental.set_memory_growth(gpus[local_rank], True)
     tf.config.set_visible_devices(gpus[local_rank], "GPU")
-  # Horovod: on CPU the cores are what the local ranks share: give each its part.
-  intra, inter = runtime.cpu_threads(local_size, config.intra_op_threads,
-                                     config.inter_op_threads)
-  tf.config.threading.set_intra_op_parallelism_threads(intra)
-  tf.config.threading.set_inter_op_parallelism_threads(inter)
+  # Horovod: on CPU the cores are what the local ranks share: pin each rank
+  # to its own part and size its thread pools to it.
+  placement = runtime.place_local_rank(
+      local_rank, local_size, config.cpu_affinity, config.intra_op_threads,
+      config.inter_op_threads)
+  tf.config.threading.set_intra_op_parallelism_threads(
+      placement.intra_op_threads)
+  tf.config.threading.set_inter_op_parallelism_threads(
+      placement.inter_op_threads)
+  logging.info("%s", runtime.describe(placement, rank, local_rank, local_size))
 
 
 def optimizer_variables(optimizer):
@@ -175,7 +180,7 @@ def main(argv):
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
   rank, size = hvd.rank(), hvd.size()
-  pin_devices(config, hvd.local_rank(), hvd.local_size())
+  pin_devices(config, rank, hvd.local_rank(), hvd.local_size())
   if rank == 0:
     logging.info("TF2 path (%s optimizer) on %s: %d train, %d test images; "
                  "%d workers", config.optimizer_impl, data.source,

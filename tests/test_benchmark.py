@@ -11,18 +11,32 @@ def test_benchmark_reports_cases_and_ratios(tmp_path, isolated_cache):
   process = subprocess.run(
       [sys.executable, "tools/benchmark.py", "--out", str(out), "--steps", "20",
        "--warmup", "10", "--repeats", "2",
-       "--cases", "tf1-np1,tf1-np1-synthetic"], cwd=REPO, capture_output=True,
-      text=True, timeout=600)
+       "--cases", "tf1-np1,tf1-np1-synthetic,tf1-np1-plain"], cwd=REPO,
+      capture_output=True, text=True, timeout=600)
   assert_ok(process)
   report = json.loads((out / "benchmark.json").read_text())
-  for case in ("tf1-np1", "tf1-np1-synthetic"):
+  for case in ("tf1-np1", "tf1-np1-synthetic", "tf1-np1-plain"):
     rates = report["images_per_sec"][case]
     assert len(rates) == 2 and all(r > 0 for r in rates)
-  ratio = report["ratios"]["real / synthetic data at np1"]
   medians = report["median_images_per_sec"]
-  assert ratio["value"] == medians["tf1-np1"] / medians["tf1-np1-synthetic"]
-  assert ratio["target"] == 0.97
-  assert "| real / synthetic data at np1 |" in (out / "benchmark.md").read_text()
+  for label, bottom in (("real / synthetic data at np1", "tf1-np1-synthetic"),
+                        ("horovod np1 / plain TF", "tf1-np1-plain")):
+    ratio = report["ratios"][label]
+    assert ratio["value"] == medians["tf1-np1"] / medians[bottom]
+    assert ratio["target"] == 0.97
+    assert f"| {label} |" in (out / "benchmark.md").read_text()
+  # Ratios whose cases did not run are left out, not guessed.
+  assert "np2 / np1 (aggregate)" not in report["ratios"]
+
+
+def test_benchmark_rejects_unknown_cases_in_one_line(tmp_path):
+  process = subprocess.run(
+      [sys.executable, "tools/benchmark.py", "--out", str(tmp_path / "b"),
+       "--cases", "default,tf9-np3"], cwd=REPO, capture_output=True,
+      text=True, timeout=60)
+  assert process.returncode == 2
+  assert "tf9-np3" in process.stderr.strip().splitlines()[-1]
+  assert not (tmp_path / "b").exists()
 
 
 def test_synthetic_training_runs_and_evaluates(tmp_path, isolated_cache):

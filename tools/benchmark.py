@@ -1,9 +1,11 @@
 """Measures the real trainers' throughput, side by side, in one invocation.
 
     python tools/benchmark.py --out DIR [--steps 300] [--warmup 60] [--repeats 3]
+    python tools/benchmark.py --out DIR --cases knobs   # each knob's effect
 
 Every case launches the real trainer (legacy_hvd.train or train_tf2) under
-horovodrun for warmup + steps global steps with its default settings and
+horovodrun (the plain-TF case: with python alone, --nohorovod) for warmup +
+steps global steps with its default settings, or one knob changed, and
 reads rank 0's step log: images/sec is counted over the steps after the
 warm-up only (no start-up, graph building, first checkpoint or evaluation).
 The cases run interleaved, repeat after repeat, so slow phases of a noisy
@@ -22,31 +24,59 @@ import tempfile
 TIMEOUT_SECONDS = 900
 BATCH_SIZE = 64            # per worker, the trainer's default
 
-# name -> (module, np, extra trainer flags, extra horovodrun flags). Gloo is
-# named explicitly: a Horovod built with MPI too would otherwise default to MPI.
+# name -> (module, np, extra trainer flags, launcher flags). Launcher flags
+# None: no horovodrun at all (plain TF). Gloo is named explicitly: a Horovod
+# built with MPI too would otherwise default to MPI.
 GLOO, MPI = ["--gloo"], ["--mpi"]
 CASES = {
     "tf1-np1": ("legacy_hvd.train", 1, [], GLOO),
     "tf1-np2": ("legacy_hvd.train", 2, [], GLOO),
     "tf1-np4": ("legacy_hvd.train", 4, [], GLOO),
     "tf2-np1": ("legacy_hvd.train_tf2", 1, ["--optimizer_impl=keras"], GLOO),
+    "tf1-np1-plain": ("legacy_hvd.train", 1, ["--nohorovod"], None),
     "tf1-np1-synthetic": ("legacy_hvd.train", 1, ["--synthetic"], GLOO),
     "tf1-np4-synthetic": ("legacy_hvd.train", 4, ["--synthetic"], GLOO),
+    # Knobs, each against its default case above.
+    "tf1-np2-unpinned": ("legacy_hvd.train", 2, ["--nocpu_affinity"], GLOO),
+    "tf1-np4-unpinned": ("legacy_hvd.train", 4, ["--nocpu_affinity"], GLOO),
+    "tf1-np4-fp16": ("legacy_hvd.train", 4, ["--fp16_allreduce"], GLOO),
+    "tf1-np4-accumulate2": ("legacy_hvd.train", 4,
+                            ["--backward_passes_per_step=2"], GLOO),
+    "tf1-np4-cycle5ms": ("legacy_hvd.train", 4, [],
+                         GLOO + ["--cycle-time-ms", "5"]),
+    "tf1-np4-nofusion": ("legacy_hvd.train", 4, [],
+                         GLOO + ["--fusion-threshold-mb", "0"]),
     "tf1-np2-deterministic": ("legacy_hvd.train", 2, ["--deterministic"],
                               GLOO),
     "tf1-np4-mpi": ("legacy_hvd.train", 4, [], MPI),
 }
+DEFAULT_CASES = ["tf1-np1", "tf1-np2", "tf1-np4", "tf2-np1", "tf1-np1-plain",
+                 "tf1-np1-synthetic", "tf1-np4-synthetic"]
+KNOB_CASES = ["tf1-np2-unpinned", "tf1-np4-unpinned", "tf1-np4-fp16",
+              "tf1-np4-accumulate2", "tf1-np4-cycle5ms", "tf1-np4-nofusion",
+              "tf1-np2-deterministic"]
 # name -> (numerator case, denominator case, target or None)
 RATIOS = {
     "np2 / np1 (aggregate)": ("tf1-np2", "tf1-np1", 0.90),
     "np4 / np1 (aggregate)": ("tf1-np4", "tf1-np1", 0.85),
     "tf1 / tf2 at np1": ("tf1-np1", "tf2-np1", 1.10),
+    "horovod np1 / plain TF": ("tf1-np1", "tf1-np1-plain", 0.97),
     "real / synthetic data at np1": ("tf1-np1", "tf1-np1-synthetic", 0.97),
     "real / synthetic data at np4": ("tf1-np4", "tf1-np4-synthetic", 0.97),
+    "unpinned / pinned at np2": ("tf1-np2-unpinned", "tf1-np2", None),
+    "unpinned / pinned at np4": ("tf1-np4-unpinned", "tf1-np4", None),
+    "fp16 allreduce / default at np4": ("tf1-np4-fp16", "tf1-np4", None),
+    "2 backward passes per step / default at np4": ("tf1-np4-accumulate2",
+                                                    "tf1-np4", None),
+    "5 ms cycle time / default at np4": ("tf1-np4-cycle5ms", "tf1-np4", None),
+    "no tensor fusion / default at np4": ("tf1-np4-nofusion", "tf1-np4",
+                                          None),
     "deterministic / default at np2": ("tf1-np2-deterministic", "tf1-np2",
                                        None),
     "mpi / gloo at np4": ("tf1-np4-mpi", "tf1-np4", None),
 }
+CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
+               "all": DEFAULT_CASES + KNOB_CASES}
 
 
 def parse_args(argv):
@@ -57,20 +87,29 @@ def parse_args(argv):
   parser.add_argument("--warmup", type=int, default=60,
                       help="global steps run before measuring")
   parser.add_argument("--repeats", type=int, default=3)
-  parser.add_argument("--cases", default=",".join(
-      c for c in CASES if not c.endswith(("-mpi", "-deterministic"))),
-                      help="comma-separated, from: " + ", ".join(CASES))
+  parser.add_argument("--cases", default="default",
+                      help="comma-separated cases or groups (default, knobs: "
+                      "the knobs' cases, all: both); cases: "
+                      + ", ".join(CASES))
   parser.add_argument("--data_dir", help="passed to the trainers")
   parser.add_argument("--trainer_flags", default="",
                       help="more trainer flags for every case, e.g. "
                       "'--intra_op_threads=2' to measure a knob")
   args = parser.parse_args(argv)
-  args.cases = args.cases.split(",")
-  unknown = sorted(set(args.cases) - set(CASES))
+  names = args.cases.split(",")
+  unknown = sorted(set(names) - set(CASES) - set(CASE_GROUPS))
+  args.cases = list(dict.fromkeys(
+      case for name in names for case in CASE_GROUPS.get(name, [name])))
   if unknown or min(args.steps, args.warmup, args.repeats) < 1:
     parser.error(f"expected --cases from {', '.join(CASES)} and positive "
                  f"--steps, --warmup, --repeats; got {unknown or ''}")
   return args
+
+
+def horovodrun():
+  """The horovodrun installed with this Python, else the one on PATH."""
+  beside = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+  return beside if os.path.exists(beside) else "horovodrun"
 
 
 def run_case(name, args, work):
@@ -79,8 +118,9 @@ def run_case(name, args, work):
   model_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=work)
   step_log = os.path.join(model_dir, "steps.jsonl")
   total = args.warmup + args.steps
-  command = ["horovodrun", *launcher, "-np", str(np), "-H", f"localhost:{np}",
-             sys.executable, "-m", module, f"--model_dir={model_dir}",
+  command = [] if launcher is None else [
+      horovodrun(), *launcher, "-np", str(np), "-H", f"localhost:{np}"]
+  command += [sys.executable, "-m", module, f"--model_dir={model_dir}",
              f"--max_steps={total}", f"--step_log={step_log}",
              f"--log_every_n_steps={total}",
              f"--save_checkpoints_steps={total}", *flags]

@@ -1,0 +1,128 @@
+"""The performance knobs: CPU placement per local rank, plain-TF mode, and
+Horovod's timeline and autotune working with the trainer."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from legacy_hvd import runtime
+from tests.helpers import REPO, assert_ok, horovodrun, read_results, run_module
+
+PLACEMENT = re.compile(r"Rank (\d) \(local \d of (\d)\): (pinned to|unpinned, "
+                       r"on) cores ([\d,-]+); (\d+) intra-op, (\d+) inter-op")
+
+
+@pytest.mark.parametrize("num_cores, local_size, shares", [
+    (2, 1, [[0, 1]]),
+    (2, 2, [[0], [1]]),
+    (2, 4, [[0], [0], [1], [1]]),
+    (8, 3, [[0, 1], [2, 3, 4], [5, 6, 7]]),
+    (4, 3, [[0], [1], [2, 3]]),
+])
+def test_each_local_rank_gets_a_disjoint_share_of_the_cores(
+    num_cores, local_size, shares):
+  cores = list(range(num_cores))
+  assert [runtime.share_of_cores(cores, r, local_size)
+          for r in range(local_size)] == shares
+
+
+def test_core_lists_print_like_taskset():
+  assert runtime._ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+  assert runtime._ranges([3]) == "3"
+
+
+def placements(output):
+  """{rank: (pinned, cores string, intra, inter)} from the ranks' logs."""
+  return {int(m[1]): (m[3] == "pinned to", m[4], int(m[5]), int(m[6]))
+          for m in PLACEMENT.finditer(output)}
+
+
+def test_ranks_are_pinned_to_disjoint_cores(tmp_path):
+  process = horovodrun(2, "legacy_hvd.train",
+                       [f"--model_dir={tmp_path}", "--max_steps=5"])
+  assert_ok(process)
+  placed = placements(process.stdout + process.stderr)
+  cores = runtime.available_cores()
+  expected = {rank: (True, runtime._ranges(runtime.share_of_cores(cores, rank, 2)),
+                     len(runtime.share_of_cores(cores, rank, 2)),
+                     len(runtime.share_of_cores(cores, rank, 2)))
+              for rank in (0, 1)}
+  assert placed == expected
+  if len(cores) >= 2:
+    assert placed[0][1] != placed[1][1]
+
+
+def test_unpinned_ranks_keep_every_core_and_share_threads(tmp_path):
+  process = horovodrun(2, "legacy_hvd.train_tf2",
+                       [f"--model_dir={tmp_path}", "--max_steps=5",
+                        "--nocpu_affinity"])
+  assert_ok(process)
+  cores = runtime.available_cores()
+  threads = max(1, len(cores) // 2)
+  assert placements(process.stdout + process.stderr) == {
+      rank: (False, runtime._ranges(cores), threads, threads)
+      for rank in (0, 1)}
+
+
+def test_nohorovod_trains_one_plain_process(tmp_path):
+  process = run_module("legacy_hvd.train", [f"--model_dir={tmp_path}",
+                                            "--nohorovod", "--max_steps=10"])
+  assert_ok(process)
+  results = read_results(tmp_path)
+  assert results["world_size"] == 1 and results["steps"] == 10
+  assert results["flags"]["horovod"] is False
+  assert 0 < results["test_accuracy"] <= 1
+
+
+@pytest.mark.parametrize("module, args, env, named", [
+    ("legacy_hvd.train", ["--nohorovod"], {"HOROVOD_SIZE": "2"},
+     "--nohorovod"),
+    ("legacy_hvd.train", ["--nohorovod", "--backward_passes_per_step=2"], {},
+     "--backward_passes_per_step"),
+    ("legacy_hvd.train_tf2", ["--nohorovod"], {}, "--nohorovod"),
+])
+def test_nohorovod_misuse_is_one_line(tmp_path, module, args, env, named):
+  process = run_module(module, [*args, f"--model_dir={tmp_path / 'm'}"],
+                       env=env, timeout=60)
+  assert process.returncode != 0
+  lines = process.stderr.strip().splitlines()
+  assert len(lines) == 1 and named in lines[0], process.stderr
+  assert not (tmp_path / "m").exists()
+
+
+def test_timeline_and_autotune_record_the_gradient_allreduces(tmp_path):
+  timeline, autotune_log = tmp_path / "timeline.json", tmp_path / "autotune.csv"
+  process = horovodrun(2, "legacy_hvd.train", [
+      f"--model_dir={tmp_path / 'm'}", "--max_steps=40"], env={
+          "HOROVOD_TIMELINE": str(timeline), "HOROVOD_AUTOTUNE": "1",
+          "HOROVOD_AUTOTUNE_LOG": str(autotune_log),
+          "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
+          "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2"})
+  assert_ok(process)
+  summary = subprocess.run(
+      [sys.executable, "tools/timeline_summary.py", str(timeline), "--json"],
+      cwd=REPO, capture_output=True, text=True, timeout=60)
+  assert_ok(summary)
+  rows = json.loads(summary.stdout)
+  allreduced = {row["tensor"]: row["count"] for row in rows
+                if row["phase"] == "ALLREDUCE" and "gradients" in row["tensor"]}
+  # One allreduce per step for each of the model's four gradients.
+  assert len(allreduced) == 4 and set(allreduced.values()) == {40}, allreduced
+  assert all(row["total_ms"] >= 0 for row in rows)
+  # Autotune logged the parameters it tried, each with a score.
+  header, *samples = autotune_log.read_text().strip().splitlines()
+  assert header.split(",")[-1] == "score" and samples, autotune_log.read_text()
+
+
+def test_timeline_summary_rejects_what_is_not_a_timeline(tmp_path):
+  bad = tmp_path / "notes.txt"
+  bad.write_text("not json\n")
+  process = subprocess.run(
+      [sys.executable, "tools/timeline_summary.py", str(bad)], cwd=REPO,
+      capture_output=True, text=True, timeout=60)
+  assert process.returncode == 1
+  lines = process.stderr.strip().splitlines()
+  assert len(lines) == 1 and "notes.txt" in lines[0], process.stderr
