@@ -117,8 +117,9 @@ def train(config, data, rank, size, local_rank, placement, stop_signals):
   all_digests = hvd.allgather(digest[None])
   stop_flag = tf.placeholder_with_default(0.0, [])
   # Horovod: a stop request on any rank reaches all ranks in the same step
-  # (an Average allreduce, so Horovod fuses it with the gradients'; alone,
-  # a rank needs no agreement and no trip through Horovod's loop).
+  # (a one-float allreduce with no inputs from the step, so it overlaps the
+  # step's compute; alone, a rank needs no agreement and no trip through
+  # Horovod's loop).
   any_stop = (hvd.allreduce(stop_flag, op=hvd.Average) if size > 1
               else stop_flag)
 
