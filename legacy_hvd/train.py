@@ -51,7 +51,7 @@ def session_config(placement, local_rank):
   return session
 
 
-def train(config, data, rank, size, local_rank, placement, stop_signals):
+def train(config, data, rank, size, tf_config, stop_signals):
   """Builds the graph, trains, evaluates; returns the summary dict (all ranks).
 
   Returns None when a stop signal ended training early (rank 0 has saved a
@@ -159,7 +159,7 @@ def train(config, data, rank, size, local_rank, placement, stop_signals):
   with tf.train.MonitoredTrainingSession(
       checkpoint_dir=config.model_dir if rank == 0 else None,
       hooks=train_hooks,
-      config=session_config(placement, local_rank),
+      config=tf_config,
       save_checkpoint_steps=config.save_checkpoints_steps,
       save_summaries_steps=config.log_every_n_steps,
       log_step_count_steps=None) as session:
@@ -204,7 +204,7 @@ def prepare_model_dir(path):
                         "expected a directory this user can write") from None
 
 
-def check_on_rank0(rank, checks):
+def check_on_rank0(rank, checks, tf_config):
   """Runs `checks()` on rank 0 only; every rank shares its verdict.
 
   `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
@@ -216,7 +216,9 @@ def check_on_rank0(rank, checks):
       checks()
     except cli.UserError as e:
       problem = str(e)
-  with tf.Graph().as_default(), tf.Session() as session:
+  # The process's first session sizes TF's global inter-op thread pool for
+  # all later ones: it gets the training session's settings.
+  with tf.Graph().as_default(), tf.Session(config=tf_config) as session:
     # Horovod: rank 0 tells every rank whether its checks passed.
     failed = session.run(hvd.broadcast(tf.constant(int(problem is not None)),
                                        root_rank=0))
@@ -274,13 +276,13 @@ def main(argv):
     prepare_model_dir(config.model_dir)
     checkpoints.prepare_resume(config.model_dir, model.PARAM_SHAPES)
 
-  check_on_rank0(rank, model_dir_checks)
+  tf_config = session_config(placement, hvd.local_rank())
+  check_on_rank0(rank, model_dir_checks, tf_config)
   if rank == 0:
     logging.info("Training on %s: %d train, %d test images; %d workers",
                  data.source, len(data.train_labels), len(data.test_labels),
                  size)
-  summary = train(config, data, rank, size, hvd.local_rank(), placement,
-                  stop_signals)
+  summary = train(config, data, rank, size, tf_config, stop_signals)
   if summary is None:
     if rank == 0:
       logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
