@@ -3,6 +3,7 @@
     cli.run(main)            # absl app.run with one-line flag errors
     cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
     cli.exit_quietly()       # a rank whose error another rank reports
+    cli.launched_processes() # N under horovodrun/mpirun -np N, else 1
 
 A launcher such as horovodrun starts the same command in every rank, so a bad
 flag or path is found by all of them at once. The message is printed by local
@@ -20,6 +21,7 @@ from absl import flags
 # Launchers announce the rank in the environment before Horovod starts.
 _LOCAL_RANK_VARIABLES = ("HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                          "MPI_LOCALRANKID")
+_WORLD_SIZE_VARIABLES = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 USAGE_ERROR = 2
 INPUT_ERROR = 1
 # Seconds a silent rank waits before exiting: horovodrun kills every rank
@@ -36,6 +38,14 @@ def _reports_errors():
     if variable in os.environ:
       return os.environ[variable] == "0"
   return True
+
+
+def launched_processes():
+  """How many processes the launcher started for this job; 1 without one."""
+  for variable in _WORLD_SIZE_VARIABLES:
+    if variable in os.environ:
+      return int(os.environ[variable])
+  return 1
 
 
 def _program():

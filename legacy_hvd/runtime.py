@@ -76,9 +76,9 @@ def place_local_rank(local_rank, local_size, pin=True, intra_op_threads=0,
 
 def describe(placement, rank, local_rank, local_size):
   """One log line: where this rank runs and with how many threads."""
-  where = (f"pinned to cores {_ranges(placement.cores)}" if placement.pinned
-           else f"unpinned, on cores {_ranges(placement.cores)}")
-  return (f"Rank {rank} (local {local_rank} of {local_size}): {where}; "
+  where = "pinned to" if placement.pinned else "unpinned, on"
+  return (f"Rank {rank} (local {local_rank} of {local_size}): {where} cores "
+          f"{_ranges(placement.cores)}; "
           f"{placement.intra_op_threads} intra-op, "
           f"{placement.inter_op_threads} inter-op threads")
 

@@ -36,8 +36,6 @@ from legacy_hvd.data import pipeline
 from legacy_hvd.signals import StopSignals
 
 NON_FINITE_GRADIENT = "non-finite averaged gradient"
-# Launchers' variables for the number of processes in the job.
-WORLD_SIZE_VARIABLES = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 
 
 def session_config(placement, local_rank):
@@ -45,7 +43,7 @@ def session_config(placement, local_rank):
   # Horovod: pin each process to one GPU: the one numbered by its local rank.
   session.gpu_options.allow_growth = True
   session.gpu_options.visible_device_list = str(local_rank)
-  # One thread per core this rank was given (runtime.place_local_rank).
+  # Thread pools as runtime.place_local_rank sized them for this rank.
   session.intra_op_parallelism_threads = placement.intra_op_threads
   session.inter_op_parallelism_threads = placement.inter_op_threads
   return session
@@ -235,10 +233,9 @@ def before_horovod(config):
   has joined a collective yet, so none is left waiting.
   """
   check_model_dir(config.model_dir)
-  launched = [name for name in WORLD_SIZE_VARIABLES
-              if int(os.environ.get(name, "1")) > 1]
-  if not config.horovod and launched:
-    cli.fail(f"--nohorovod: started as one of {os.environ[launched[0]]} "
+  processes = cli.launched_processes()
+  if not config.horovod and processes > 1:
+    cli.fail(f"--nohorovod: started as one of {processes} "
              "processes; expected one process, started with python, not "
              "horovodrun or mpirun")
   try:

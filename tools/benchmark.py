@@ -101,7 +101,8 @@ def parse_args(argv):
   args.cases = list(dict.fromkeys(
       case for name in names for case in CASE_GROUPS.get(name, [name])))
   if unknown or min(args.steps, args.warmup, args.repeats) < 1:
-    parser.error(f"expected --cases from {', '.join(CASES)} and positive "
+    parser.error(f"expected --cases from {', '.join(CASE_GROUPS)}, "
+                 f"{', '.join(CASES)} and positive "
                  f"--steps, --warmup, --repeats; got {unknown or ''}")
   return args
 
