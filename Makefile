@@ -4,10 +4,12 @@
 #   make train      horovodrun -np 4 python -m legacy_hvd.train --batch_size=64 $(ARGS)
 #   make test       the whole test suite
 #
-# TF_VERSION=2.18.1 selects another TensorFlow; HOROVOD_CONTROLLER=mpi builds
-# Horovod with MPI as well as Gloo (installing Open MPI when run as root).
-# Each combination gets its own venv (.venv-tf2.18.1, .venv-tf2.15.1-mpi)
-# and its own Horovod wheel.
+# TF_VERSION=2.18.1 selects another TensorFlow; TF_VERSION=1.15.5 the TF1
+# stack, on Python 3.7 (its tests use the default stack too, for the
+# cross-stack tests). HOROVOD_CONTROLLER=mpi builds Horovod with MPI as well
+# as Gloo (installing Open MPI when run as root). Each combination gets its
+# own venv (.venv-tf2.18.1, .venv-tf1.15.5, .venv-tf2.15.1-mpi) and its own
+# Horovod wheel.
 
 PYTHON ?= python3
 TF_VERSION ?= 2.15.1
@@ -33,13 +35,34 @@ else
 $(error HOROVOD_CONTROLLER=$(HOROVOD_CONTROLLER): expected gloo or mpi)
 endif
 
+# The per-stack differences. TF 1.15, the legacy clusters' own stack, ships
+# wheels for Python 3.5-3.7 only, as `tensorflow` (CPU and GPU in one), and
+# needs the protobuf, numpy and h5py of its day (and pip<24: the pip this
+# stack was measured with).
+ifeq ($(firstword $(subst ., ,$(TF_VERSION))),1)
+# The first Python 3.7 that runs: on PATH (a pyenv shim may not), else pyenv's.
+PYTHON := $(shell for p in python3.7 $$(pyenv root 2>/dev/null)/versions/3.7.*/bin/python3.7; \
+	do "$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
+NO_PYTHON := TensorFlow $(TF_VERSION) needs Python 3.7 and none was found \
+	(python3.7 on PATH, or pyenv's): install one, e.g. 'pyenv install 3.7.16'
+TF_REQUIREMENTS := "tensorflow==$(TF_VERSION)" "protobuf<3.21" "numpy<1.19" "h5py<3" \
+	importlib_metadata
+PIP_REQUIREMENTS := "pip<24" "setuptools<68"
+# The cross-stack tests (checkpoints and exports moving between TF 1.15 and
+# the default TF 2) run here, with the default stack's Python beside.
+CROSS_STACK := $(abspath .venv)
+else
+TF_REQUIREMENTS := "tensorflow-cpu==$(TF_VERSION)"
+PIP_REQUIREMENTS := "pip<25" "setuptools<70"
+endif
+
 ifeq ($(TF_VERSION)$(FLAVOUR),$(DEFAULT_TF_VERSION))
 VENV ?= .venv
 else
 VENV ?= .venv-tf$(TF_VERSION)$(FLAVOUR)
 endif
 
-PY_TAG := $(shell $(PYTHON) -c 'import sys; print("py%d%d" % sys.version_info[:2])' 2>/dev/null)
+PY_TAG := $(if $(PYTHON),$(shell $(PYTHON) -c 'import sys; print("py%d%d" % sys.version_info[:2])' 2>/dev/null))
 # The Horovod wheel is compiled against one TensorFlow's C++ ABI: the cache key
 # holds every version the binary depends on, so another TF never reuses it.
 WHEEL_CACHE ?= $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-$(PY_TAG)$(FLAVOUR)
@@ -53,10 +76,12 @@ all: install
 install: $(STAMP)
 
 $(STAMP): setup.py Makefile tools/check_env.py
-	@$(PYTHON) tools/check_env.py --prerequisites --controller $(HOROVOD_CONTROLLER)
+	@test -n "$(PYTHON)" || { echo "make: $(NO_PYTHON)" >&2; exit 1; }
+	@$(PYTHON) tools/check_env.py --prerequisites --controller $(HOROVOD_CONTROLLER) \
+		--tf-version $(TF_VERSION)
 	$(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --upgrade "pip<25" "setuptools<70" wheel
-	$(VPY) -m pip install --quiet "tensorflow-cpu==$(TF_VERSION)" absl-py "cmake<4" \
+	$(VPY) -m pip install --quiet --upgrade $(PIP_REQUIREMENTS) wheel
+	$(VPY) -m pip install --quiet $(TF_REQUIREMENTS) absl-py "cmake<4" \
 		pytest matplotlib cloudpickle psutil pyyaml packaging
 	@if ls $(WHEEL_CACHE)/horovod-$(HOROVOD_VERSION)-*.whl >/dev/null 2>&1; then \
 		echo "Using cached Horovod wheel from $(WHEEL_CACHE)"; \
@@ -81,7 +106,13 @@ train: $(STAMP)
 		-H localhost:$(NP) python -m legacy_hvd.train --batch_size=64 $(ARGS)
 
 test: $(STAMP)
+ifdef CROSS_STACK
+	$(MAKE) install TF_VERSION=$(DEFAULT_TF_VERSION) HOROVOD_CONTROLLER=gloo VENV=$(CROSS_STACK)
+	PATH=$(VBIN):$$PATH LEGACY_HVD_TF2_PYTHON=$(CROSS_STACK)/bin/python \
+		$(VPY) -m pytest -q tests $(ARGS)
+else
 	PATH=$(VBIN):$$PATH $(VPY) -m pytest -q tests $(ARGS)
+endif
 
 clean:
 	rm -rf .venv .venv-tf* build *.egg-info .pytest_cache

@@ -7,7 +7,7 @@ setup(
     description="Reference Horovod data-parallel training in TensorFlow 1 graph "
                 "mode, with a TF2 twin",
     packages=["legacy_hvd", "flags"],
-    python_requires=">=3.9",
+    python_requires=">=3.7",  # 3.7: the TF 1.15 stack
     # The TensorFlow/Horovod pair is pinned and built by the Makefile: Horovod
     # must be compiled against the exact TensorFlow that is installed.
     install_requires=["absl-py", "numpy"],

@@ -2,6 +2,7 @@
 
     cli.run(main)            # absl app.run with one-line flag errors
     cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
+                             # (naming the host when the job spans several)
     cli.exit_quietly()       # a rank whose error another rank reports
     cli.launched_processes() # N under horovodrun/mpirun -np N, else 1
 
@@ -10,8 +11,11 @@ flag or path is found by all of them at once. The message is printed by local
 rank 0 of each host only (one line on one machine, not one per rank, yet
 still shown when only another host lacks a file), and every rank exits
 non-zero, so the launcher stops the job and nobody waits in a collective.
+When the job spans several hosts the line names the host it comes from
+(`program: error: on lh2: ...`), like `mpirun --tag-output`.
 """
 import os
+import socket
 import sys
 import time
 
@@ -24,9 +28,18 @@ _LOCAL_RANK_VARIABLES = ("HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
 _WORLD_SIZE_VARIABLES = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 USAGE_ERROR = 2
 INPUT_ERROR = 1
+LOST_PEER = 75   # EX_TEMPFAIL: a host was lost; relaunching may succeed
 # Seconds a silent rank waits before exiting: horovodrun kills every rank
 # once one exits, so a silent rank exiting first could cut off the line.
 REPORTER_HEAD_START = 3.0
+
+
+_exiting = False   # set once this rank is ending for a reason it reported
+
+
+def exiting():
+  """True once fail() or exit_quietly() began ending this process."""
+  return _exiting
 
 
 class UserError(Exception):
@@ -56,16 +69,37 @@ def _program():
   return os.path.basename(sys.argv[0]) if sys.argv else "legacy_hvd"
 
 
-def fail(message, exit_code=INPUT_ERROR):
-  """Prints `program: error: message` (once per host) and exits."""
-  if _reports_errors():
-    print(f"{_program()}: error: {message}", file=sys.stderr, flush=True)
+def _spans_hosts():
+  """True when the launcher started this job's ranks on several hosts."""
+  if "HOROVOD_CROSS_SIZE" in os.environ:   # horovodrun: hosts, seen by local rank 0
+    return int(os.environ["HOROVOD_CROSS_SIZE"]) > 1
+  local = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
+  return local is not None and int(local) < launched_processes()
+
+
+def fail(message, exit_code=INPUT_ERROR, reporter=None):
+  """Prints `program: error: message` (once per host) and exits.
+
+  reporter: whether this rank prints; None: local rank 0 of each host does.
+  """
+  global _exiting
+  _exiting = True
+  if _reports_errors() if reporter is None else reporter:
+    print(error_line(message), file=sys.stderr, flush=True)
     sys.exit(exit_code)
   exit_quietly(exit_code)
 
 
+def error_line(message):
+  """`program: error: [on host: ]message`, as fail() prints it."""
+  where = f"on {socket.gethostname()}: " if _spans_hosts() else ""
+  return f"{_program()}: error: {where}{message}"
+
+
 def exit_quietly(exit_code=INPUT_ERROR):
   """Exits without a word, after the rank that reports the error had time."""
+  global _exiting
+  _exiting = True
   time.sleep(REPORTER_HEAD_START)
   sys.exit(exit_code)
 

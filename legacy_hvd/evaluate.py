@@ -18,6 +18,7 @@ from legacy_hvd import checkpoints
 from legacy_hvd import cli
 from legacy_hvd import evaluation
 from legacy_hvd import model
+from legacy_hvd import peers
 from legacy_hvd import results
 from legacy_hvd import runtime
 from legacy_hvd.data import cifar10
@@ -38,7 +39,7 @@ def format_table(metrics):
 
 def evaluate(checkpoint, data, rank, size, local_rank, local_size):
   """Restores `checkpoint` on rank 0, scores the test set on all; metrics."""
-  params = model.create_variables(seed=0)   # values come from the checkpoint
+  params = model.create_variables(seed=None)   # values from the checkpoint
   # Horovod: the test-set counts are summed over all ranks.
   test_set = evaluation.Evaluation(
       data.test_images.shape, params, num_shards=size, shard_index=rank,
@@ -46,6 +47,10 @@ def evaluate(checkpoint, data, rank, size, local_rank, local_size):
   # Horovod: every rank takes rank 0's restored weights.
   broadcast = hvd.broadcast_global_variables(0)
   placement = runtime.place_local_rank(local_rank, local_size)
+  logging.info("%s", runtime.describe(
+      placement, rank, local_rank, local_size, host=peers.host_name(),
+      cross_rank=hvd.cross_rank(), cross_size=hvd.cross_size(),
+      visible_device_list=""))
   config = tf.ConfigProto(
       intra_op_parallelism_threads=placement.intra_op_threads,
       inter_op_parallelism_threads=placement.inter_op_threads)

@@ -37,7 +37,7 @@ def build_serving_graph():
   """Serving tensors in the default graph: (images, classes, probabilities)."""
   images = tf.placeholder(tf.uint8, [None, model.IMAGE_SIZE, model.IMAGE_SIZE,
                                      model.CHANNELS], name="images")
-  params = model.create_variables(seed=0)   # values come from the checkpoint
+  params = model.create_variables(seed=None)   # values from the checkpoint
   logits = model.forward(pipeline.normalize(images), params)
   classes = tf.argmax(logits, axis=1, name="classes")
   probabilities = tf.nn.softmax(logits, name="probabilities")
@@ -59,13 +59,19 @@ def export(checkpoint, out, export_format):
         signature = tf.saved_model.predict_signature_def(
             inputs={"images": images},
             outputs={"classes": classes, "probabilities": probabilities})
+        # Attributes at their defaults are left out, so that an older
+        # TensorFlow (1.15) reads an export of a newer one.
         builder.add_meta_graph_and_variables(
             session, [tf.saved_model.SERVING],
-            signature_def_map={SIGNATURE: signature})
+            signature_def_map={SIGNATURE: signature},
+            strip_default_attrs=True)
         builder.save()
       else:
         frozen = tf.graph_util.convert_variables_to_constants(
             session, session.graph.as_graph_def(), list(OUTPUT_NODES))
+        # As for the SavedModel: no attributes at their defaults.
+        frozen = tf.train.export_meta_graph(
+            graph_def=frozen, strip_default_attrs=True).graph_def
         with open(staged, "wb") as f:
           f.write(frozen.SerializeToString())
     os.rename(staged, out)

@@ -1,6 +1,7 @@
 """The CIFAR-10 CNN: conv 3x3x32 + ReLU, 2x2 max-pool, flatten, dense 10.
 
     params = create_variables(seed)        # TF1 graph: get_variable under scopes
+    params = create_variables(None)        # zeros: a checkpoint will fill them
     logits = forward(images, params)       # float32 [N, 32, 32, 3] -> [N, 10]
 
 The TF2 path makes the same variables with `tf.Variable(initial_value(...))`
@@ -10,6 +11,7 @@ the same numbers in a graph and eagerly. This module never imports Horovod.
 """
 import math
 
+import numpy as np
 import tensorflow.compat.v1 as tf
 
 IMAGE_SIZE = 32
@@ -35,7 +37,7 @@ def initial_value(name, seed):
   shape = PARAM_SHAPES[name]
   if name.endswith("biases"):
     return tf.zeros(shape, tf.float32)
-  receptive_field = math.prod(shape[:-2])
+  receptive_field = int(np.prod(shape[:-2]))   # 1 for a dense layer
   fan_in, fan_out = shape[-2] * receptive_field, shape[-1] * receptive_field
   limit = math.sqrt(6.0 / (fan_in + fan_out))
   # Each variable gets its own stream: the seed pair is (run seed, index).
@@ -45,14 +47,19 @@ def initial_value(name, seed):
 
 
 def create_variables(seed):
-  """Creates the model's variables in the current graph; returns name -> var."""
+  """Creates the model's variables in the current graph; returns name -> var.
+
+  seed None: zeros, for graphs whose values come from a checkpoint (exports
+  then hold no random op that another TensorFlow might lack).
+  """
   params = {}
   for name, shape in PARAM_SHAPES.items():
     scope, var_name = name.split("/")
     with tf.variable_scope(scope):
       params[name] = tf.get_variable(
           var_name, shape=shape, dtype=tf.float32,
-          initializer=lambda *_, name=name, **__: initial_value(name, seed))
+          initializer=(tf.zeros_initializer() if seed is None else
+                       lambda *_, name=name, **__: initial_value(name, seed)))
   return params
 
 

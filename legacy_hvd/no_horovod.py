@@ -31,6 +31,7 @@ def size():
 
 
 local_rank, local_size = rank, size
+cross_rank, cross_size = rank, size
 
 
 def DistributedOptimizer(optimizer, **unused_horovod_options):

@@ -28,7 +28,7 @@ def v1(name, learning_rate, adam_epsilon=None):
 
 
 def keras(name, learning_rate, adam_epsilon=None):
-  import tensorflow as tf2   # Keras lives in the TF2 namespace
+  import tensorflow.compat.v2 as tf2   # Keras's v2 optimizers, on TF 1.15 too
   if name == "adam":
     return tf2.keras.optimizers.Adam(learning_rate,
                                      epsilon=adam_epsilon or KERAS_ADAM_EPSILON)

@@ -10,10 +10,12 @@ import os
 
 from absl import flags
 import numpy as np
-import tensorflow as tf
+# The TF2 API on TF 2 and on TF 1.15 alike (with compat.enable_v2_behavior).
+import tensorflow.compat.v2 as tf
 
 from flags import serving as serving_flags
 from legacy_hvd import cli
+from legacy_hvd import compat
 from legacy_hvd import model
 from legacy_hvd.data import cifar10
 
@@ -65,6 +67,7 @@ def read_image(path):
 
 
 def main(argv):
+  compat.enable_v2_behavior()   # eager: TF 1.15 starts in graph mode
   paths = argv[1:]
   if not paths:
     cli.fail("expected one or more image files after the flags",

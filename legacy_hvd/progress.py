@@ -1,6 +1,7 @@
 """Training progress bookkeeping shared by the TF1 hook and the TF2 loop.
 
-    progress = Progress(every_n_steps=50, global_batch=256, log=rank == 0)
+    progress = Progress(every_n_steps=50, global_batch=256, log=rank == 0,
+                        steps_per_epoch=195, last_step=1950)  # epoch and ETA
     progress.start(first_step)
     rate = progress.record(step, {"loss": 0.3, ...})   # images/sec when logged
     progress.images_per_sec()                          # over the whole run
@@ -15,10 +16,15 @@ from absl import logging
 
 class Progress:
 
-  def __init__(self, every_n_steps, global_batch, log=True):
+  def __init__(self, every_n_steps, global_batch, log=True,
+               steps_per_epoch=None, last_step=None):
     self._every_n = every_n_steps
     self._global_batch = global_batch
     self._log = log
+    # Cluster jobs are long: the line also says the epoch and, from the
+    # last window's pace, when the run will reach last_step.
+    self._steps_per_epoch = steps_per_epoch
+    self._last_step = last_step
     self.start_step = None
     self.last_step = None
     self.last_values = {}
@@ -46,8 +52,16 @@ class Progress:
     rate = (step - window_step) * self._global_batch / (now - window_time)
     self._window = (step, now)
     if self._log:
-      logging.info("step %d: %s, %.0f images/sec", step, ", ".join(
-          f"{name} {float(value):.4g}" for name, value in values.items()), rate)
+      epoch = (f"epoch {step / self._steps_per_epoch:.2f}, "
+               if self._steps_per_epoch else "")
+      eta = ""
+      if self._last_step and step > window_step:
+        seconds = (self._last_step - step) * (now - window_time) / (
+            step - window_step)
+        eta = f", ETA {_duration(seconds)}"
+      logging.info("step %d: %s%s, %.0f images/sec%s", step, epoch, ", ".join(
+          f"{name} {float(value):.4g}" for name, value in values.items()),
+                   rate, eta)
     return rate
 
   def images_per_sec(self):
@@ -56,6 +70,18 @@ class Progress:
       return None
     return ((self._steps - 1) * self._global_batch
             / (self._last_time - self._first_time))
+
+
+def _duration(seconds):
+  """3725.2 -> '1h02m05s', 65 -> '1m05s', 7.4 -> '7s'."""
+  seconds = max(0, int(round(seconds)))
+  hours, rest = divmod(seconds, 3600)
+  minutes, seconds = divmod(rest, 60)
+  if hours:
+    return f"{hours}h{minutes:02d}m{seconds:02d}s"
+  if minutes:
+    return f"{minutes}m{seconds:02d}s"
+  return f"{seconds}s"
 
 
 class StepLog:

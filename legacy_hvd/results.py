@@ -3,13 +3,13 @@
     write_json(path, summary_dict)   # atomic: the complete file or none
     write_run_results(summary, config, data_source, "tf1")   # rank 0, at the end
 """
-import importlib.metadata
 import json
 import os
 
 from absl import logging
 
 from legacy_hvd import cli
+from legacy_hvd import compat
 
 RESULTS_FILE = "results.json"
 
@@ -29,9 +29,9 @@ def write_run_results(summary, config, data_source, path_name):
   Fails (one line, exit 1) if the ranks ended with different weights.
   """
   summary = dict(summary, path=path_name, data_source=data_source,
-                 tensorflow_version=importlib.metadata.version(
-                     _tensorflow_distribution()),
-                 horovod_version=importlib.metadata.version("horovod"),
+                 tensorflow_version=compat.package_version(
+                     "tensorflow-cpu", "tensorflow"),
+                 horovod_version=compat.package_version("horovod"),
                  flags=config.as_dict())
   path = write_json(os.path.join(config.model_dir, RESULTS_FILE), summary)
   logging.info("Test accuracy %.4f over %d images; results in %s",
@@ -39,16 +39,6 @@ def write_run_results(summary, config, data_source, path_name):
   if not summary["weights_in_sync"]:
     cli.fail("ranks ended with different weights; see weight_digests in "
              f"{path}")
-
-
-def _tensorflow_distribution():
-  for name in ("tensorflow-cpu", "tensorflow"):
-    try:
-      importlib.metadata.version(name)
-      return name
-    except importlib.metadata.PackageNotFoundError:
-      pass
-  return "tensorflow"
 
 
 def run_summary(metrics, weight_digests, progress, world_size, batch_size,

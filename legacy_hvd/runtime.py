@@ -3,6 +3,8 @@
     placement = place_local_rank(local_rank, local_size, pin=True,
                                  intra_op_threads=0, inter_op_threads=0)
     placement.cores, placement.intra_op_threads, placement.inter_op_threads
+    describe(placement, rank, local_rank, local_size, host, cross_rank,
+             cross_size, visible_device_list)   # the rank's start line
     make_deterministic()   # --deterministic, before hvd.init()
 
 On a GPU node each local rank gets its own GPU; on a CPU node the cores are
@@ -74,13 +76,26 @@ def place_local_rank(local_rank, local_size, pin=True, intra_op_threads=0,
                    intra_op_threads or threads, inter_op_threads or threads)
 
 
-def describe(placement, rank, local_rank, local_size):
-  """One log line: where this rank runs and with how many threads."""
+def describe(placement, rank, local_rank, local_size, host=None,
+             cross_rank=None, cross_size=None, visible_device_list=None):
+  """Every rank's start line: its host, ranks, cores, threads and GPUs.
+
+  Rank r (local l of n): ... -- the local rank picks the cores (and the GPU,
+  visible_device_list) on its host; the cross rank numbers the hosts that
+  have a rank with this local rank. visible_device_list "" means all GPUs.
+  """
   where = "pinned to" if placement.pinned else "unpinned, on"
-  return (f"Rank {rank} (local {local_rank} of {local_size}): {where} cores "
+  line = (f"Rank {rank} (local {local_rank} of {local_size}): {where} cores "
           f"{_ranges(placement.cores)}; "
           f"{placement.intra_op_threads} intra-op, "
           f"{placement.inter_op_threads} inter-op threads")
+  if host is not None:
+    line += f"; host {host}"
+  if cross_rank is not None:
+    line += f", cross rank {cross_rank} of {cross_size}"
+  if visible_device_list is not None:
+    line += f"; visible_device_list {visible_device_list!r}"
+  return line
 
 
 def _ranges(cores):
@@ -104,6 +119,6 @@ def make_deterministic():
   Without fusion every tensor is reduced alone, always the same way. Must run
   before hvd.init(), which reads HOROVOD_FUSION_THRESHOLD.
   """
-  import tensorflow as tf
+  from legacy_hvd import compat   # imports TensorFlow
   os.environ["HOROVOD_FUSION_THRESHOLD"] = "0"
-  tf.config.experimental.enable_op_determinism()
+  compat.enable_op_determinism()

@@ -25,9 +25,11 @@ from legacy_hvd import hooks
 from legacy_hvd import model
 from legacy_hvd import no_horovod
 from legacy_hvd import optimizers
+from legacy_hvd import peers
 from legacy_hvd import results
 from legacy_hvd import runtime
 from legacy_hvd import schedule
+from legacy_hvd import world
 from legacy_hvd.config import Config
 from legacy_hvd.progress import Progress
 from legacy_hvd.progress import StepLog
@@ -126,7 +128,8 @@ def train(config, data, rank, size, tf_config, stop_signals):
             session.run(all_digests).tolist())
 
   progress = Progress(config.log_every_n_steps, config.batch_size * size,
-                      log=rank == 0)
+                      log=rank == 0, steps_per_epoch=steps_per_epoch,
+                      last_step=max_steps)
   step_log = StepLog(config.step_log if rank == 0 else None)
   stop = hooks.StopRequestHook(stop_signals, stop_flag, any_stop)
   final = hooks.FinalHook(finish, skip_if=lambda: stop.stopped)
@@ -266,20 +269,37 @@ def main(argv):
   placement = runtime.place_local_rank(
       hvd.local_rank(), hvd.local_size(), config.cpu_affinity,
       config.intra_op_threads, config.inter_op_threads)
-  logging.info("%s", runtime.describe(placement, rank, hvd.local_rank(),
-                                      hvd.local_size()))
+  tf_config = session_config(placement, hvd.local_rank())
+  logging.info("%s", runtime.describe(
+      placement, rank, hvd.local_rank(), hvd.local_size(),
+      host=peers.host_name(), cross_rank=hvd.cross_rank(),
+      cross_size=hvd.cross_size(),
+      visible_device_list=tf_config.gpu_options.visible_device_list))
 
   def model_dir_checks():
     prepare_model_dir(config.model_dir)
     checkpoints.prepare_resume(config.model_dir, model.PARAM_SHAPES)
 
-  tf_config = session_config(placement, hvd.local_rank())
   check_on_rank0(rank, model_dir_checks, tf_config)
+  roster = gather_roster(rank, tf_config)
+  watch = peers.LossWatch(
+      roster, lambda lost: report_lost_peers(roster, lost, rank,
+                                             config.model_dir),
+      cli.LOST_PEER, cli.REPORTER_HEAD_START, stand_down=cli.exiting)
+  if size > 1:
+    watch.start()
   if rank == 0:
     logging.info("Training on %s: %d train, %d test images; %d workers",
                  data.source, len(data.train_labels), len(data.test_labels),
                  size)
-  summary = train(config, data, rank, size, tf_config, stop_signals)
+    log_world(config, data, size, roster)
+  try:
+    summary = train(config, data, rank, size, tf_config, stop_signals)
+  except tf.errors.OpError:
+    # Horovod: a failed collective ends every rank; if a host was lost, the
+    # first surviving rank names it in one line.
+    if size == 1 or not watch.check():
+      raise
   if summary is None:
     if rank == 0:
       logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
@@ -289,6 +309,50 @@ def main(argv):
     sys.exit(StopSignals.exit_code(stop_signals.requested))
   if rank == 0:
     results.write_run_results(summary, config, data.source, "tf1")
+
+
+def gather_roster(rank, tf_config):
+  """Every rank's host and probe port (a peers.Roster), by one allgather."""
+  roster = peers.Roster.listen(rank)
+  with tf.Graph().as_default(), tf.Session(config=tf_config) as session:
+    row = tf.placeholder(tf.uint8, [peers.ROW_BYTES])
+    # Horovod: every rank learns where every other rank runs.
+    rows = hvd.allgather(row[None])
+    return roster.gather(lambda mine: session.run(rows, {row: mine}))
+
+
+def log_world(config, data, size, roster):
+  """Rank 0: what follows from the world size, and what changed since the
+  checkpoint's run (a relaunch on fewer hosts)."""
+  now = world.World(size, roster.hosts(), config.batch_size, config.lr,
+                    config.lr_scaling, len(data.train_labels), config.epochs,
+                    config.max_steps)
+  logging.info("%s", world.describe(now))
+  change = world.changes_since(now, world.read_previous(config.model_dir),
+                               _latest_step(config.model_dir))
+  if change:
+    logging.warning("%s", change)
+  world.write(config.model_dir, now, results.write_json)
+
+
+def report_lost_peers(roster, lost, rank, model_dir):
+  """The first surviving rank: one line naming the lost host(s), rank 0's
+  last checkpoint and how to resume (peers.LossWatch then ends the rank)."""
+  remaining = ",".join(
+      f"{host}:{len([r for r in ranks if r not in lost])}"
+      for host, ranks in roster.hosts().items()
+      if any(r not in lost for r in ranks))
+  if rank == 0:
+    step = _latest_step(model_dir)
+    saved = (f"rank 0's last checkpoint is step {step} in {model_dir}"
+             if step else "rank 0 has saved no checkpoint yet")
+  else:
+    saved = (f"rank 0's last checkpoint is in {model_dir} on "
+             f"{roster.ranks[0][0]}")
+  print(cli.error_line(
+      f"lost {roster.describe(lost)}; the job stops. {saved}; relaunch on "
+      f"the remaining hosts (-H {remaining}) to resume"), file=sys.stderr,
+        flush=True)
 
 
 def _latest_step(model_dir):

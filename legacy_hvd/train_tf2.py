@@ -6,21 +6,25 @@ Same flags, data pipeline, model (same variables and initial values for the
 same --seed), learning-rate scaling and warm-up, rank-0 logging and
 results.json as the TF1 path, so the two can be compared step by step
 (tools/compare_paths.py). Checkpoints are TF2 object-based ones, in their own
---model_dir. `grep -n "Horovod:"` lists every distributed touch point.
+--model_dir. Runs on TF 2 and on TF 1.15 (with its v2 behaviour switched on,
+compat.enable_v2_behavior). `grep -n "Horovod:"` lists every distributed
+touch point.
 """
-import os
 
 from absl import flags
 from absl import logging
 import horovod.tensorflow as hvd
-import tensorflow as tf
+# The TF2 API on TF 2 and on TF 1.15 alike (with compat.enable_v2_behavior).
+import tensorflow.compat.v2 as tf
 
 from flags import define_trainer_flags
 from flags import tf2 as tf2_flags
 from legacy_hvd import cli
+from legacy_hvd import compat
 from legacy_hvd import evaluation
 from legacy_hvd import model
 from legacy_hvd import optimizers
+from legacy_hvd import peers
 from legacy_hvd import results
 from legacy_hvd import runtime
 from legacy_hvd import schedule
@@ -34,10 +38,11 @@ from legacy_hvd.train import before_horovod
 def pin_devices(config, rank, local_rank, local_size):
   # Horovod: pin each process to one GPU: the one numbered by its local rank.
   # (tf.ConfigProto and tf.Session do nothing for a tf.function loop.)
-  gpus = tf.config.list_physical_devices("GPU")
+  # The experimental names are the ones TF 1.15 has too.
+  gpus = tf.config.experimental.list_physical_devices("GPU")
   if gpus:
     tf.config.experimental.set_memory_growth(gpus[local_rank], True)
-    tf.config.set_visible_devices(gpus[local_rank], "GPU")
+    tf.config.experimental.set_visible_devices(gpus[local_rank], "GPU")
   # Horovod: on CPU the cores are what the local ranks share: pin each rank
   # to its own part and size its thread pools to it.
   placement = runtime.place_local_rank(
@@ -47,7 +52,10 @@ def pin_devices(config, rank, local_rank, local_size):
       placement.intra_op_threads)
   tf.config.threading.set_inter_op_parallelism_threads(
       placement.inter_op_threads)
-  logging.info("%s", runtime.describe(placement, rank, local_rank, local_size))
+  logging.info("%s", runtime.describe(
+      placement, rank, local_rank, local_size, host=peers.host_name(),
+      cross_rank=hvd.cross_rank(), cross_size=hvd.cross_size(),
+      visible_device_list=str(local_rank)))
 
 
 def optimizer_variables(optimizer):
@@ -83,9 +91,11 @@ def train(config, data, rank, size):
       **{name.replace("/", "_"): variable for name, variable in params.items()})
   manager = tf.train.CheckpointManager(checkpoint, config.model_dir,
                                        max_to_keep=5) if rank == 0 else None
+  saved_step = None   # the step of the newest checkpoint on disk
   if manager and manager.latest_checkpoint:
     # Optimizer slots do not exist yet: they are restored when first built.
     checkpoint.restore(manager.latest_checkpoint)
+    saved_step = int(step.numpy())
   # Horovod: start every rank from rank 0's weights and step (fresh or
   # restored). The optimizer's state is broadcast after the first step,
   # once it exists.
@@ -145,8 +155,9 @@ def train(config, data, rank, size):
       step_log.write(current, values["loss"], values["learning_rate"], digest)
       if manager and current % config.save_checkpoints_steps == 0:
         manager.save(checkpoint_number=current)
+        saved_step = current
   step_log.close()
-  if manager and manager.latest_checkpoint != _checkpoint_path(manager, step):
+  if manager and saved_step != int(step.numpy()):
     manager.save(checkpoint_number=int(step.numpy()))
 
   metrics = evaluate(params, data, rank, size)
@@ -154,10 +165,6 @@ def train(config, data, rank, size):
   digests = hvd.allgather(model.weight_digest(params)[None]).numpy().tolist()
   return results.run_summary(metrics, digests, progress, size,
                              config.batch_size, steps_per_epoch)
-
-
-def _checkpoint_path(manager, step):
-  return os.path.join(manager.directory, f"ckpt-{int(step.numpy())}")
 
 
 def evaluate(params, data, rank, size):
@@ -175,6 +182,7 @@ def evaluate(params, data, rank, size):
 
 def main(argv):
   del argv
+  compat.enable_v2_behavior()   # before any op: TF 1.15 starts in graph mode
   config = Config.from_flags(flags.FLAGS)
   data = before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.

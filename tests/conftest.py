@@ -1,11 +1,16 @@
-"""Fixtures: real CIFAR-10 (rebuilt from ../shared), isolated caches."""
+"""Fixtures: real CIFAR-10 (rebuilt from ../shared), isolated caches, test hosts."""
 import os
 import subprocess
 import sys
 
 import pytest
 
+from legacy_hvd import compat
 from tests.helpers import CIFAR10_CONVERTER, CIFAR10_JPEG
+
+# Tests use TF2's eager API in this process; TF 1.15 needs it switched on
+# before any op is built.
+compat.enable_v2_behavior()
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +34,16 @@ def isolated_cache(tmp_path, monkeypatch):
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
   monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras-home"))
   return tmp_path
+
+
+@pytest.fixture(scope="session")
+def test_hosts():
+  """Three test hosts, lh1..lh3 (tools/testhosts.py): each its own network
+  namespace, hostname, sshd and scratch disk. Torn down at the end of the
+  session, after failures and time-outs too; a killed session's hosts are
+  removed by the next one. Needs root (CI is)."""
+  if os.geteuid() != 0:
+    pytest.skip("test hosts need root (network and mount namespaces)")
+  from tools import testhosts
+  with testhosts.Cluster(hosts=3) as cluster:
+    yield cluster

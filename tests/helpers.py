@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Real CIFAR-10 as JPEGs, shipped beside the project on these machines.
@@ -49,3 +50,11 @@ def assert_ok(process):
       f"\n--- stderr\n{process.stderr[-6000:]}")
 
 
+def wait_for(predicate, timeout, what):
+  """Polls predicate() until true; AssertionError after `timeout` seconds."""
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    if predicate():
+      return
+    time.sleep(0.2)
+  raise AssertionError("timed out waiting for {}".format(what))

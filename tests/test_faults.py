@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tests.helpers import REPO, assert_ok, horovodrun, read_results
+from tests.helpers import REPO, assert_ok, horovodrun, read_results, wait_for
 
 PROMPT_EXIT_SECONDS = 30
 
@@ -27,15 +27,6 @@ def launch(np, model_dir, log, *args):
           "-m", "legacy_hvd.train", f"--model_dir={model_dir}",
           "--log_every_n_steps=10", *args]
   return subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-
-
-def wait_for(predicate, timeout, what):
-  deadline = time.monotonic() + timeout
-  while time.monotonic() < deadline:
-    if predicate():
-      return
-    time.sleep(0.2)
-  raise AssertionError(f"timed out waiting for {what}")
 
 
 def checkpoint_step(model_dir):

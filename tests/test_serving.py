@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow.compat.v2 as tf   # the TF2 API, on TF 1.15 too
 
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import embedded
@@ -85,9 +85,9 @@ def test_predict_prints_classes_for_png_and_jpeg(trained, tmp_path):
       "serving_default"]
   expected = serve(images=tf.constant(data.test_images[:2]))["classes"].numpy()
   png = tmp_path / "a.png"
-  png.write_bytes(tf.io.encode_png(data.test_images[0]).numpy())
+  png.write_bytes(tf.image.encode_png(data.test_images[0]).numpy())
   big = tmp_path / "b.jpg"     # a 64x64 JPEG: resized on the way in
-  big.write_bytes(tf.io.encode_jpeg(tf.cast(tf.image.resize(
+  big.write_bytes(tf.image.encode_jpeg(tf.cast(tf.image.resize(
       data.test_images[1], (64, 64)), tf.uint8)).numpy())
   process = run_module("legacy_hvd.predict", [f"--model={tmp_path / 'saved'}",
                                               str(png), str(big)])

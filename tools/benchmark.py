@@ -2,6 +2,8 @@
 
     python tools/benchmark.py --out DIR [--steps 300] [--warmup 60] [--repeats 3]
     python tools/benchmark.py --out DIR --cases knobs   # each knob's effect
+    python tools/benchmark.py --out DIR --cases tf1-np1 \
+        --stacks .venv-tf1.15.5/bin/python   # the same graph on TF 1.15 too
 
 Every case launches the real trainer (legacy_hvd.train or train_tf2) under
 horovodrun (the plain-TF case: with python alone, --nohorovod) for warmup +
@@ -10,8 +12,11 @@ reads rank 0's step log: images/sec is counted over the steps after the
 warm-up only (no start-up, graph building, first checkpoint or evaluation).
 The cases run interleaved, repeat after repeat, so slow phases of a noisy
 machine hit every case alike; each figure is the median of its repeats and
-each ratio is computed from medians of this one invocation. Writes
-DIR/benchmark.json and DIR/benchmark.md.
+each ratio is computed from medians of this one invocation. --stacks runs
+every case once more per other stack's Python (with the horovodrun beside
+it), interleaved with the rest, named `<case>@tf<version>`, and adds the
+ratio of each stack to this one. Writes DIR/benchmark.json and
+DIR/benchmark.md.
 """
 import argparse
 import json
@@ -20,6 +25,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+from tools import stacks
 
 TIMEOUT_SECONDS = 900
 BATCH_SIZE = 64            # per worker, the trainer's default
@@ -95,6 +102,10 @@ def parse_args(argv):
   parser.add_argument("--trainer_flags", default="",
                       help="more trainer flags for every case, e.g. "
                       "'--intra_op_threads=2' to measure a knob")
+  parser.add_argument("--stacks", default="",
+                      help="Pythons of other stacks' venvs (comma-separated, "
+                      "e.g. .venv-tf1.15.5/bin/python): every case runs on "
+                      "each of them too")
   args = parser.parse_args(argv)
   names = args.cases.split(",")
   unknown = sorted(set(names) - set(CASES) - set(CASE_GROUPS))
@@ -104,24 +115,23 @@ def parse_args(argv):
     parser.error(f"expected --cases from {', '.join(CASE_GROUPS)}, "
                  f"{', '.join(CASES)} and positive "
                  f"--steps, --warmup, --repeats; got {unknown or ''}")
+  args.stacks = [p for p in args.stacks.split(",") if p]
+  for python in args.stacks:
+    if stacks.problem(python):
+      parser.error(f"--stacks: {stacks.problem(python)}")
   return args
 
 
-def horovodrun():
-  """The horovodrun installed with this Python, else the one on PATH."""
-  beside = os.path.join(os.path.dirname(sys.executable), "horovodrun")
-  return beside if os.path.exists(beside) else "horovodrun"
-
-
-def run_case(name, args, work):
-  """Launches one case; returns aggregate images/sec after the warm-up."""
+def run_case(name, args, work, python=sys.executable):
+  """Launches one case with `python`; aggregate images/sec after the warm-up."""
   module, np, flags, launcher = CASES[name]
   model_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=work)
   step_log = os.path.join(model_dir, "steps.jsonl")
   total = args.warmup + args.steps
   command = [] if launcher is None else [
-      horovodrun(), *launcher, "-np", str(np), "-H", f"localhost:{np}"]
-  command += [sys.executable, "-m", module, f"--model_dir={model_dir}",
+      stacks.horovodrun(python), *launcher, "-np", str(np), "-H",
+      f"localhost:{np}"]
+  command += [python, "-m", module, f"--model_dir={model_dir}",
              f"--max_steps={total}", f"--step_log={step_log}",
              f"--log_every_n_steps={total}",
              f"--save_checkpoints_steps={total}", *flags]
@@ -141,32 +151,46 @@ def run_case(name, args, work):
 def main(argv=None):
   args = parse_args(argv)
   os.makedirs(args.out, exist_ok=True)
-  runs = {name: [] for name in args.cases}
+  # (label, case, python): this stack's cases, then each other stack's.
+  plans = [(name, name, sys.executable) for name in args.cases]
+  versions = {python: stacks.tensorflow_version(python)
+              for python in [sys.executable] + args.stacks}
+  for python in args.stacks:
+    plans += [(f"{name}@tf{versions[python]}", name, python)
+              for name in args.cases]
+  runs = {label: [] for label, _, _ in plans}
   with tempfile.TemporaryDirectory(prefix="benchmark-") as work:
     for repeat in range(args.repeats):
-      for name in args.cases:
-        rate = run_case(name, args, work)
-        runs[name].append(rate)
-        print(f"benchmark: repeat {repeat + 1} {name}: {rate:.0f} images/sec",
-              flush=True)
-  medians = {name: statistics.median(rates) for name, rates in runs.items()}
+      for label, name, python in plans:
+        rate = run_case(name, args, work, python)
+        runs[label].append(rate)
+        print(f"benchmark: repeat {repeat + 1} {label}: {rate:.0f} "
+              "images/sec", flush=True)
+  medians = {label: statistics.median(rates) for label, rates in runs.items()}
   ratios = {}
   for label, (top, bottom, target) in RATIOS.items():
     if top in medians and bottom in medians:
       value = medians[top] / medians[bottom]
       ratios[label] = {"value": value, "target": target,
                        "met": None if target is None else value >= target}
+  for label, name, python in plans[len(args.cases):]:
+    ratios[f"{name}: TF {versions[python]} / TF "
+           f"{versions[sys.executable]}"] = {
+               "value": medians[label] / medians[name], "target": None,
+               "met": None}
   report = {"steps": args.steps, "warmup": args.warmup,
             "trainer_flags": args.trainer_flags,
+            "tensorflow_versions": {label: versions[python]
+                                    for label, _, python in plans},
             "repeats": args.repeats, "batch_size_per_worker": BATCH_SIZE,
             "cpu_count": os.cpu_count(), "images_per_sec": runs,
             "median_images_per_sec": medians, "ratios": ratios}
   with open(os.path.join(args.out, "benchmark.json"), "w") as f:
     json.dump(report, f, indent=2)
   lines = ["| case | median images/sec | runs |", "|---|---|---|"]
-  lines += [f"| {name} | {medians[name]:.0f} | "
-            + ", ".join(f"{r:.0f}" for r in runs[name]) + " |"
-            for name in args.cases]
+  lines += [f"| {label} | {medians[label]:.0f} | "
+            + ", ".join(f"{r:.0f}" for r in runs[label]) + " |"
+            for label, _, _ in plans]
   lines += ["", "| ratio | value | target | met |", "|---|---|---|---|"]
   lines += [f"| {label} | {r['value']:.3f} | "
             f"{'-' if r['target'] is None else r['target']} | "

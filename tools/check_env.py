@@ -1,6 +1,6 @@
 """Checks the machine before the install and the stack after it.
 
-    python tools/check_env.py --prerequisites [--controller mpi]   # before the venv
+    python tools/check_env.py --prerequisites [--controller mpi] [--tf-version V]   # before the venv
     python tools/check_env.py --stack [--controller mpi]   # inside it, after install
 
 Each failed check prints one line saying what is missing and how to get it,
@@ -15,7 +15,8 @@ import sys
 OPEN_MPI_PACKAGES = ("libopenmpi-dev", "openmpi-bin")
 
 # TensorFlow 2.15 publishes wheels for CPython 3.9-3.11; 2.16-2.18 add 3.12.
-SUPPORTED_PYTHONS = ((3, 9), (3, 10), (3, 11), (3, 12))
+# TensorFlow 1.15, the last TF1, for CPython 3.5-3.7: the project needs 3.7.
+SUPPORTED_PYTHONS = {"1": ((3, 7),), "2": ((3, 9), (3, 10), (3, 11), (3, 12))}
 
 
 def fail(message):
@@ -38,12 +39,15 @@ def ensure_mpi():
     fail("installing Open MPI failed; run: " + " ".join(command))
 
 
-def check_prerequisites(controller):
+def check_prerequisites(controller, tf_version):
   version = sys.version_info[:2]
-  if version not in SUPPORTED_PYTHONS:
-    fail(f"Python {version[0]}.{version[1]} is not supported; expected one of "
-         + ", ".join(f"{a}.{b}" for a, b in SUPPORTED_PYTHONS)
-         + " (set PYTHON=python3.11 for make)")
+  supported = SUPPORTED_PYTHONS.get(tf_version.split(".")[0], ())
+  if version not in supported:
+    fail(f"Python {version[0]}.{version[1]} is not supported with TensorFlow "
+         f"{tf_version}; expected one of "
+         + ", ".join(f"{a}.{b}" for a, b in supported)
+         + f" (set PYTHON=python{supported[-1][0]}.{supported[-1][1]} for make)"
+         if supported else f"TensorFlow {tf_version}: expected 1.15 or 2.x")
   try:
     import venv  # noqa: F401  (Debian ships it separately: python3-venv)
   except ImportError:
@@ -63,6 +67,7 @@ def check_prerequisites(controller):
 def check_stack(controller):
   try:
     import tensorflow as tf
+    from legacy_hvd import compat
   except ImportError as e:
     fail(f"TensorFlow does not import: {e}")
   try:
@@ -77,6 +82,7 @@ def check_stack(controller):
     fail("Horovod was built without MPI; remove its venv and cached wheel "
          "(~/.cache/legacy-hvd/wheels/*-mpi) and run 'make install "
          "HOROVOD_CONTROLLER=mpi'")
+  compat.enable_v2_behavior()   # eager, for the allreduce below
   hvd.init()
   total = hvd.allreduce(tf.constant([1.0, 2.0]), op=hvd.Sum)
   if total.numpy().tolist() != [1.0, 2.0]:
@@ -91,9 +97,11 @@ def main():
   group.add_argument("--prerequisites", action="store_true")
   group.add_argument("--stack", action="store_true")
   parser.add_argument("--controller", choices=("gloo", "mpi"), default="gloo")
+  parser.add_argument("--tf-version", default="2.15.1",
+                      help="the TensorFlow the venv will get (--prerequisites)")
   args = parser.parse_args()
   if args.prerequisites:
-    check_prerequisites(args.controller)
+    check_prerequisites(args.controller, args.tf_version)
   else:
     check_stack(args.controller)
 

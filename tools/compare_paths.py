@@ -1,10 +1,14 @@
-"""Runs the TF1 and TF2 paths side by side and reports where they differ.
+"""Runs the TF1 and TF2 paths, and stacks, side by side; reports where they differ.
 
     python tools/compare_paths.py --np 2 --steps 200 --out DIR [--impls v1,keras]
+    python tools/compare_paths.py --np 2 --steps 200 --out DIR --impls none \
+        --stacks .venv-tf1.15.5/bin/python    # the TF1 job on TF 1.15 too
 
 Each path runs under `horovodrun -np N` with the same seed, initial weights
 and data order, for the same number of steps, logging every step's loss and,
-every --digest_every steps, a digest of the weights. Writes
+every --digest_every steps, a digest of the weights. --stacks adds the TF1
+path run by another stack's Python (and the horovodrun beside it), compared
+with the TF1 path of this one. Writes
   DIR/report.json   every figure below, machine-readable
   DIR/report.md     side-by-side table: final loss, test accuracy, images/sec,
                     max and mean |loss difference|, first step beyond the
@@ -20,6 +24,8 @@ import subprocess
 import sys
 
 import numpy as np
+
+from tools import stacks
 
 TOLERANCE = 1e-4          # absolute, on per-step loss and final weights
 TIMEOUT_SECONDS = 1800    # one horovodrun job
@@ -43,6 +49,17 @@ CAUSES = {
                            "it after; they agree only while the rate is "
                            "constant (not during warm-up).",
 }
+# Why the TF1 job on two TensorFlows parts (measured with this tool and
+# per-op comparisons; README, "TF 1.15 and TF 2").
+STACK_CAUSE = (
+    "different CPU kernels, not different math: both stacks build the same "
+    "graph and feed it bitwise-equal data order, augmentation, normalized "
+    "pixels and initial weights (all stateless draws). TF 2's "
+    "SparseSoftmaxCrossEntropyWithLogits kernel rounds the per-example loss "
+    "differently from TF 1.15's (up to 2.4e-7), which changes the gradients "
+    "in their last bits; with oneDNN on (TF 2's default on x86, "
+    "TF_ENABLE_ONEDNN_OPTS=1) MatMul and the convolution's gradient round "
+    "differently too. Adam's first steps amplify these ulps.")
 
 
 def parse_args(argv):
@@ -53,7 +70,15 @@ def parse_args(argv):
   parser.add_argument("--impls", default="v1,keras",
                       help="TF2 optimizer implementations to run: v1, keras, "
                       "keras-eps1e-8 (Keras Adam with v1's epsilon), "
-                      "comma-separated")
+                      "comma-separated; none: no TF2 path run")
+  parser.add_argument("--stacks", default="",
+                      help="Pythons of other stacks' venvs (comma-separated, "
+                      "e.g. .venv-tf1.15.5/bin/python): the TF1 path runs "
+                      "with each of them too")
+  parser.add_argument("--onednn", choices=("default", "off"),
+                      default="default", help="off: TF_ENABLE_ONEDNN_OPTS=0 "
+                      "in every run (TF 2's oneDNN CPU kernels off; TF 1.15 "
+                      "has none)")
   parser.add_argument("--seed", type=int, default=1234)
   parser.add_argument("--digest_every", type=int, default=None,
                       help="steps between weight digests (default steps/4)")
@@ -64,7 +89,7 @@ def parse_args(argv):
   parser.add_argument("trainer_flags", nargs="*",
                       help="after --: flags passed to both trainers")
   args = parser.parse_args(argv)
-  impls = args.impls.split(",")
+  impls = [] if args.impls == "none" else args.impls.split(",")
   unknown = set(impls) - {"v1", "keras", "keras-eps1e-8"}
   if unknown or args.np < 1 or args.steps < 1:
     parser.error(f"expected --np and --steps >= 1 and --impls from v1, keras, "
@@ -74,11 +99,15 @@ def parse_args(argv):
     parser.error(f"--out={args.out}: not empty; expected a new or empty "
                  "directory (the tool never overwrites earlier runs)")
   args.impls = impls
+  args.stacks = [p for p in args.stacks.split(",") if p]
+  for python in args.stacks:
+    if stacks.problem(python):
+      parser.error(f"--stacks: {stacks.problem(python)}")
   args.digest_every = args.digest_every or max(1, args.steps // 4)
   return args
 
 
-def run_path(name, module, extra, args):
+def run_path(name, module, extra, args, python=sys.executable):
   """Runs one path; returns its directory. Raises SystemExit on failure."""
   run_dir = os.path.join(args.out, name)
   flags = [f"--max_steps={args.steps}", f"--seed={args.seed}",
@@ -89,12 +118,15 @@ def run_path(name, module, extra, args):
            f"--intra_op_threads={args.threads}",
            f"--inter_op_threads={args.threads}", *extra,
            *args.trainer_flags]
-  command = ["horovodrun", "-np", str(args.np), "-H", f"localhost:{args.np}",
-             sys.executable, "-m", module, *flags]
+  command = [stacks.horovodrun(python), "-np", str(args.np), "-H",
+             f"localhost:{args.np}", python, "-m", module, *flags]
+  env = dict(os.environ)
+  if args.onednn == "off":
+    env["TF_ENABLE_ONEDNN_OPTS"] = "0"
   print(f"compare_paths: running {name}: {' '.join(command)}", flush=True)
   with open(os.path.join(args.out, name + ".log"), "w") as log:
     process = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT,
-                             timeout=TIMEOUT_SECONDS)
+                             timeout=TIMEOUT_SECONDS, env=env)
   if process.returncode:
     sys.exit(f"compare_paths: error: the {name} run exited with "
              f"{process.returncode}; see {log.name}")
@@ -159,6 +191,7 @@ def write_markdown(path, report):
   def row(label, values):
     rows.append(f"| {label} | " + " | ".join(values) + " |")
 
+  row("TensorFlow", [r["tensorflow_version"] for r in runs])
   row("final train loss (rank 0)",
       [f"{r['final_train_loss']:.6f}" for r in runs])
   row("test accuracy", [f"{r['test_accuracy']:.4f}" for r in runs])
@@ -171,18 +204,25 @@ def write_markdown(path, report):
       ("max_abs_final_weight_diff", "max abs final weight diff", "{:.3g}"),
       ("within_tolerance", "within tolerance", "{}")):
     row(label, ["-"] + [fmt.format(c[key]) for c in report["comparisons"]])
-  lines = [f"# TF1 vs TF2: np={report['np']}, {report['steps']} steps, "
-           f"seed {report['seed']}, {report['threads_per_rank']} TF threads "
-           f"per rank, tolerance {report['tolerance']}", "",
+  lines = [f"# TF1 vs TF2 paths and stacks: np={report['np']}, "
+           f"{report['steps']} steps, seed {report['seed']}, "
+           f"{report['threads_per_rank']} TF threads per rank, oneDNN "
+           f"{report['onednn']}, tolerance {report['tolerance']}", "",
            *rows, ""]
   for comparison in report["comparisons"]:
-    verdict = ("agrees with tf1 within tolerance" if
+    bitwise = (comparison["identical_loss_steps"]
+               == comparison["steps_compared"])
+    beyond = comparison["first_step_beyond_tolerance"]
+    verdict = ("agrees with tf1 bit for bit" if bitwise else
+               "agrees with tf1 within tolerance" if
                comparison["within_tolerance"] else
-               f"diverges from tf1 from step "
-               f"{comparison['first_step_beyond_tolerance']}")
+               f"diverges from tf1 from step {beyond}" if beyond else
+               "agrees with tf1 on every step's loss within tolerance, but "
+               "its final weights differ by "
+               f"{comparison['max_abs_final_weight_diff']:.3g}")
     lines.append(f"- **{comparison['name']}** {verdict}."
                  + (f" Cause: {comparison['cause']}" if comparison["cause"]
-                    and not comparison["within_tolerance"] else ""))
+                    and not bitwise else ""))
   with open(path, "w") as f:
     f.write("\n".join(lines) + "\n")
 
@@ -207,7 +247,7 @@ def plot(path, report, runs):
   bottom.axhline(report["tolerance"], color="gray", linestyle="--",
                  label=f"tolerance {report['tolerance']:g}")
   top.set_ylabel("training loss (rank 0)")
-  top.set_title(f"TF1 vs TF2 Horovod paths: np={report['np']}, "
+  top.set_title(f"Horovod paths and stacks: np={report['np']}, "
                 f"{report['steps']} steps, seed {report['seed']}")
   top.legend()
   bottom.set_yscale("log")
@@ -222,16 +262,20 @@ def plot(path, report, runs):
 def main(argv=None):
   args = parse_args(argv)
   os.makedirs(args.out, exist_ok=True)
-  plans = [("tf1", "legacy_hvd.train", [], False)]
+  plans = [("tf1", "legacy_hvd.train", [], False, sys.executable)]
   for impl in args.impls:
     extra = ["--optimizer_impl=keras" if impl.startswith("keras")
              else "--optimizer_impl=v1"]
     if impl == "keras-eps1e-8":
       extra.append("--adam_epsilon=1e-8")
-    plans.append((f"tf2-{impl}", "legacy_hvd.train_tf2", extra, True))
+    plans.append((f"tf2-{impl}", "legacy_hvd.train_tf2", extra, True,
+                  sys.executable))
+  for python in args.stacks:
+    plans.append((f"tf1-tf{stacks.tensorflow_version(python)}",
+                  "legacy_hvd.train", [], False, python))
   runs = []
-  for name, module, extra, tf2 in plans:
-    run_dir = run_path(name, module, extra, args)
+  for name, module, extra, tf2, python in plans:
+    run_dir = run_path(name, module, extra, args, python)
     runs.append(collect(name, run_dir,
                         os.path.join(args.out, name + ".steps.jsonl"), tf2))
 
@@ -239,16 +283,21 @@ def main(argv=None):
   comparisons = []
   for run in runs[1:]:
     figures = compare(runs[0], run, args.tolerance)
-    impl = run["results"]["flags"]["optimizer_impl"]
-    figures.update(name=run["name"], cause=CAUSES.get((impl, optimizer)))
+    if run["results"]["path"] == "tf1":   # the same job on another stack
+      cause = STACK_CAUSE
+    else:
+      cause = CAUSES.get((run["results"]["flags"]["optimizer_impl"],
+                          optimizer))
+    figures.update(name=run["name"], cause=cause)
     comparisons.append(figures)
   report = {
       "np": args.np, "steps": args.steps, "seed": args.seed,
       "threads_per_rank": args.threads,
       "tolerance": args.tolerance, "optimizer": optimizer,
+      "onednn": args.onednn,
       "runs": [dict(name=r["name"], **{k: r["results"][k] for k in (
           "final_train_loss", "test_accuracy", "images_per_sec", "steps",
-          "weights_in_sync")}) for r in runs],
+          "weights_in_sync", "tensorflow_version")}) for r in runs],
       "comparisons": comparisons,
   }
   with open(os.path.join(args.out, "report.json"), "w") as f:

@@ -22,6 +22,9 @@ def read_scalars(model_dir):
   """
   from tensorboard.backend.event_processing import event_accumulator
   from tensorboard.util import tensor_util
+  if not any(name.startswith("events.out.tfevents")
+             for name in os.listdir(model_dir)):
+    return {}   # (TensorBoard 1.15's reader fails on a directory without)
   accumulator = event_accumulator.EventAccumulator(
       model_dir, size_guidance={event_accumulator.SCALARS: 0,
                                 event_accumulator.TENSORS: 0})

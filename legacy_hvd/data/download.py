@@ -16,6 +16,7 @@ import tempfile
 import urllib.error
 import urllib.request
 
+from legacy_hvd import compat
 from legacy_hvd.data import cifar10
 
 # The archive Keras downloads, and the md5 its publisher lists for it.
@@ -61,7 +62,7 @@ def _fetch(url, path, algorithm):
   try:
     with urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS) as response, \
         open(path, "wb") as out:
-      while chunk := response.read(CHUNK_BYTES):
+      for chunk in iter(lambda: response.read(CHUNK_BYTES), b""):
         digest.update(chunk)
         out.write(chunk)
   except (urllib.error.URLError, OSError, ValueError) as e:
@@ -78,6 +79,6 @@ def _extract(archive, work):
     if len(tops) != 1 or tops.pop() not in (cifar10.BIN_DIR, cifar10.PY_DIR):
       raise cifar10.DataError(f"{archive}: expected one top directory, "
                               f"{cifar10.BIN_DIR} or {cifar10.PY_DIR}")
-    # The 'data' filter refuses absolute paths, links out and device files.
-    tar.extractall(target, filter="data")
+    # Refuses absolute paths, links out and device files.
+    compat.extract_tar(tar, target)
   return os.path.join(target, members[0].name.split("/")[0])

@@ -10,10 +10,14 @@ Each returns a `tf.data.Dataset` of (float32 [B, 32, 32, 3] normalized images,
 int32 [B] labels). The inputs may be numpy arrays (TF2 path) or placeholders
 fed once at session start (TF1 path, which keeps 150 MB of pixels out of the
 GraphDef that MonitoredTrainingSession writes next to every checkpoint).
-Works in graph mode and eagerly; never imports Horovod.
+Works in graph mode and eagerly, on TF 1.15 and TF 2, with the same batches
+on both for the same seed (every random choice is a stateless draw); never
+imports Horovod.
 """
-import tensorflow as tf2   # stateless image ops exist only in the TF2 API
+import numpy as np
 import tensorflow.compat.v1 as tf
+
+from legacy_hvd import compat
 
 # Per-channel mean and standard deviation of the CIFAR-10 training pixels,
 # on the 0..255 scale: normalization makes each channel ~zero-mean, unit-var.
@@ -21,11 +25,18 @@ CHANNEL_MEAN = (125.3, 123.0, 113.9)
 CHANNEL_STD = (63.0, 62.1, 66.7)
 PAD_PIXELS = 4                 # --augment: pad 4 on each side, crop 32x32 back
 TEST_BATCH_SIZE = 500          # evaluation batch per rank; any size is exact
+ENDLESS = 2**62                # "no end" for the epoch counter
+_INVERSE_STD = tuple(float(np.float32(1) / np.float32(s)) for s in CHANNEL_STD)
 
 
 def normalize(images):
-  """uint8 [..., 32, 32, 3] -> float32 per-channel standardized pixels."""
-  return (tf.cast(images, tf.float32) - CHANNEL_MEAN) / CHANNEL_STD
+  """uint8 [..., 32, 32, 3] -> float32 per-channel standardized pixels.
+
+  Multiplies by the reciprocals rather than dividing: Grappler rewrites the
+  division that way in a session's graph but not in every tf.data function
+  on every TensorFlow (one ulp apart); written out, all compute the same.
+  """
+  return (tf.cast(images, tf.float32) - CHANNEL_MEAN) * _INVERSE_STD
 
 
 def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
@@ -33,37 +44,43 @@ def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
   """Endless shuffled training batches of this rank's shard.
 
   The pipeline shuffles example indices, not images: sharding comes before
-  shuffling so the ranks split the examples once and never overlap, and the
-  seeded shuffle reorders the shard differently each epoch but identically
-  across runs. Pixels are gathered a whole batch at a time. Every rank gets
-  whole batches only (drop_remainder), so all ranks run the same steps.
+  shuffling so the ranks split the examples once and never overlap, and each
+  epoch's order is a stateless permutation keyed by (seed, rank, epoch):
+  different every epoch, the same in every run and on every TensorFlow
+  (tf.data's own shuffle orders the same seed differently on TF 1.15 and
+  TF 2). Pixels are gathered a whole batch at a time. Every rank gets whole
+  batches only (drop_remainder), so all ranks run the same steps.
   `skip_examples` (an int64 scalar, may be a placeholder) resumes the stream
   where a run that took that many examples left it: same order, same crops.
   """
   images = tf.convert_to_tensor(images)
   labels = tf.convert_to_tensor(labels)
-  num_examples = tf.shape(labels, out_type=tf.int64)[0]
-  indices = tf.data.Dataset.range(num_examples).shard(num_shards, shard_index)
-  indices = indices.shuffle(_shard_size(labels, num_shards), seed=seed,
-                            reshuffle_each_iteration=True).repeat()
+  stream = seed * 1000 + shard_index    # this rank's random stream
+  shard = tf.range(shard_index, tf.shape(labels, out_type=tf.int64)[0],
+                   num_shards, dtype=tf.int64)
+  shard_size = tf.size(shard, out_type=tf.int64)
+  skip_examples = tf.cast(skip_examples, tf.int64)
+  indices = tf.data.Dataset.range(skip_examples // shard_size, ENDLESS).map(
+      lambda epoch: _epoch_order(shard, stream, epoch)).flat_map(
+          tf.data.Dataset.from_tensor_slices).skip(skip_examples % shard_size)
   if augment:
-    # Stateless ops keyed by (seed, rank, position) keep augmentation
-    # reproducible although the map runs in parallel.
-    dataset = indices.enumerate().skip(skip_examples).map(
-        lambda position, index: (_augment(
-            tf.gather(images, index), [seed * 1000 + shard_index, position]),
+    # Stateless ops keyed by (seed, rank, position in the stream) keep
+    # augmentation reproducible although the map runs in parallel.
+    positions = tf.data.Dataset.range(skip_examples, ENDLESS)
+    dataset = tf.data.Dataset.zip((positions, indices)).map(
+        lambda position, index: (_augment(tf.gather(images, index),
+                                          [stream, position]),
                                  tf.gather(labels, index)),
-        num_parallel_calls=tf.data.AUTOTUNE)
+        num_parallel_calls=compat.AUTOTUNE)
     dataset = dataset.batch(batch_size, drop_remainder=True)
   else:
-    dataset = indices.skip(skip_examples).batch(
-        batch_size, drop_remainder=True).map(
+    dataset = indices.batch(batch_size, drop_remainder=True).map(
         lambda batch: (tf.gather(images, batch), tf.gather(labels, batch)),
-        num_parallel_calls=tf.data.AUTOTUNE)
+        num_parallel_calls=compat.AUTOTUNE)
   # Normalizing whole batches costs one op per batch instead of one per image.
   dataset = dataset.map(lambda x, y: (normalize(x), y),
-                        num_parallel_calls=tf.data.AUTOTUNE)
-  return dataset.prefetch(tf.data.AUTOTUNE)
+                        num_parallel_calls=compat.AUTOTUNE)
+  return dataset.prefetch(compat.AUTOTUNE)
 
 
 def synthetic_batches(batch_size, seed):
@@ -80,12 +97,21 @@ def test_batches(images, labels, num_shards, shard_index,
   dataset = tf.data.Dataset.from_tensor_slices((images, labels))
   dataset = dataset.shard(num_shards, shard_index).batch(batch_size)
   dataset = dataset.map(lambda x, y: (normalize(x), y),
-                        num_parallel_calls=tf.data.AUTOTUNE)
-  return dataset.prefetch(tf.data.AUTOTUNE)
+                        num_parallel_calls=compat.AUTOTUNE)
+  return dataset.prefetch(compat.AUTOTUNE)
 
 
-def _shard_size(labels, num_shards):
-  return -(-int(labels.shape[0]) // num_shards)
+def _epoch_order(shard, stream, epoch):
+  """int64 [shard size]: `shard` permuted by sorting float64 stateless draws.
+
+  Keyed by (stream, -1 - epoch): negative counters never meet the
+  augmentation's, which are positions >= 0. float64 keys leave ties (whose
+  order a sort may break either way) at odds of about n^2 / 2^53.
+  """
+  keys = tf.random.stateless_uniform(
+      tf.shape(shard), seed=tf.stack([tf.constant(stream, tf.int64),
+                                      -1 - epoch]), dtype=tf.float64)
+  return tf.gather(shard, tf.argsort(keys))
 
 
 def _augment(image, seed):
@@ -93,5 +119,5 @@ def _augment(image, seed):
   seed = tf.cast(tf.stack(seed), tf.int64)
   padded = tf.pad(image, [[PAD_PIXELS, PAD_PIXELS], [PAD_PIXELS, PAD_PIXELS],
                           [0, 0]])
-  image = tf2.image.stateless_random_crop(padded, tf.shape(image), seed=seed)
-  return tf2.image.stateless_random_flip_left_right(image, seed=seed + 1)
+  image = compat.stateless_random_crop(padded, tf.shape(image), seed=seed)
+  return compat.stateless_random_flip_left_right(image, seed=seed + 1)

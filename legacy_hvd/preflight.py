@@ -1,0 +1,323 @@
+"""The pre-flight check: will this job start on these hosts?
+
+    python -m legacy_hvd.preflight -H lh1:2,lh2:2 --data_dir=DIR \\
+        [--model_dir=DIR] [--network_interface=eth0]
+    python -m legacy_hvd.preflight --hostfile=FILE --data_dir=DIR
+
+Run it on the host you will launch from, with the Python that will run the
+job. For every host, over ssh in batch mode (no password, no prompt: as
+horovodrun connects), it runs that same Python there and checks:
+
+  ssh        the host is reachable by ssh in batch mode (the launching
+             host itself runs the check directly, as horovodrun runs its
+             ranks: "local" in the table);
+  stack      the same Python, TensorFlow and Horovod versions and the same
+             Horovod build (controllers, GPU operations) as the first host;
+  hostname   the host's name resolves to an address on the interface the
+             job will use (Horovod builds its Gloo contexts on the address
+             of the hostname, whatever --network-interface says);
+  data       --data_dir exists there and validates (every host reads its own);
+  model_dir  --model_dir is writable on the first host, where rank 0 runs.
+
+It prints one table, then one line per problem, and exits 1 if there is any
+(0 otherwise). Most reports of a multi-host Horovod job that hangs in
+hvd.init() or dies at once are one of these checks failing. Python
+3.7-compatible: it runs on the TF 1.15 stack too.
+"""
+import concurrent.futures
+import fcntl
+import json
+import os
+import platform
+import shlex
+import socket
+import struct
+import subprocess
+import sys
+
+from absl import flags
+
+from flags import preflight as preflight_flags
+from legacy_hvd import cli
+
+FLAGS = flags.FLAGS
+SIOCGIFADDR = 0x8915     # Linux ioctl: an interface's IPv4 address
+SSH_UNREACHABLE = 255    # ssh's exit status for its own failures
+NOT_FOUND = 127          # the shell's: no such program
+# Horovod's build, as `horovodrun --check-build` reports it.
+CONTROLLERS = ("gloo", "mpi")
+GPU_OPERATIONS = ("nccl", "ddl", "ccl", "cuda", "rocm")
+
+
+# -- on each host ------------------------------------------------------------
+
+def interfaces():
+  """{interface: IPv4 address} of this host's interfaces that have one."""
+  found = {}
+  with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    for _, name in socket.if_nameindex():
+      try:
+        packed = fcntl.ioctl(s.fileno(), SIOCGIFADDR,
+                             struct.pack("256s", name.encode()[:15]))
+      except OSError:   # no IPv4 address
+        continue
+      found[name] = socket.inet_ntoa(packed[20:24])
+  return found
+
+
+def stack():
+  """Python, TensorFlow and Horovod versions and Horovod's build here."""
+  facts = {"python": platform.python_version()}
+  try:
+    import tensorflow as tf
+    facts["tensorflow"] = tf.version.VERSION
+    import horovod
+    facts["horovod"] = horovod.__version__
+    import horovod.tensorflow as hvd
+    built = [c for c in CONTROLLERS if getattr(hvd, c + "_built")()]
+    gpu = [o for o in GPU_OPERATIONS if getattr(hvd, o + "_built")()]
+    facts["build"] = "{}; GPU ops {}".format(
+        "+".join(built) or "no controller", "+".join(gpu) or "none")
+  except Exception as e:   # a wheel built against another TF fails to load
+    facts["import_error"] = "{}: {}".format(type(e).__name__, e).splitlines()[0]
+  return facts
+
+
+def data_state(data_dir):
+  """'ok: ...' or the reader's one-line complaint about `data_dir` here."""
+  if data_dir is None:
+    return True, "not given"
+  from legacy_hvd.data import cifar10
+  try:
+    data = cifar10.load(data_dir)
+  except cifar10.DataError as e:
+    return False, str(e)
+  return True, "ok ({} train, {} test)".format(len(data.train_labels),
+                                               len(data.test_labels))
+
+
+def model_dir_state(path):
+  """Whether rank 0 could create and write `path` (nothing is created)."""
+  if os.path.exists(path) and not os.path.isdir(path):
+    return False, "--model_dir={}: is a file; expected a directory".format(path)
+  parent = os.path.abspath(path)
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    return False, "--model_dir={}: {} is a file".format(path, parent)
+  if not os.access(parent, os.W_OK | os.X_OK):
+    return False, "--model_dir={}: {} is not writable".format(path, parent)
+  return True, "writable"
+
+
+def probe(request):
+  """Everything this host can tell about itself; runs on every host."""
+  facts = stack()
+  facts["hostname"] = socket.gethostname()
+  facts["interfaces"] = interfaces()
+  try:
+    facts["resolves_to"] = socket.gethostbyname(facts["hostname"])
+  except OSError as e:
+    facts["resolves_to"] = None
+    facts["resolve_error"] = str(e)
+  facts["data_ok"], facts["data"] = data_state(request.get("data_dir"))
+  if request.get("model_dir"):
+    facts["model_dir_ok"], facts["model_dir"] = model_dir_state(
+        request["model_dir"])
+  return facts
+
+
+def probe_main(request_json):
+  """The remote side: prints probe()'s facts as one JSON line."""
+  print(json.dumps(probe(json.loads(request_json))), flush=True)
+
+
+# -- on the launching host ---------------------------------------------------
+
+def parse_hosts(spec):
+  """'lh1:2,lh2:2' -> [('lh1', 2), ('lh2', 2)] (horovodrun's -H)."""
+  hosts = []
+  for item in spec.split(","):
+    name, _, slots = item.strip().partition(":")
+    if not name or (slots and not slots.isdigit()):
+      cli.fail("-H {}: {!r} is not host or host:slots".format(spec, item),
+               cli.USAGE_ERROR)
+    hosts.append((name, int(slots or 1)))
+  return hosts
+
+
+def parse_hostfile(path):
+  """Lines 'host slots=N' (or 'host') -> [(host, N)]; '#' starts a comment."""
+  try:
+    with open(path) as f:
+      lines = [l.split("#")[0].split() for l in f]
+  except OSError as e:
+    cli.fail("--hostfile={}: {}".format(path, e.strerror), cli.USAGE_ERROR)
+  hosts = []
+  for words in filter(None, lines):
+    slots = 1
+    for word in words[1:]:
+      key, _, value = word.partition("=")
+      if key in ("slots", "max_slots") and value.isdigit():
+        slots = int(value)
+    hosts.append((words[0], slots))
+  if not hosts:
+    cli.fail("--hostfile={}: names no host".format(path), cli.USAGE_ERROR)
+  return hosts
+
+
+def is_local(host):
+  """Whether `host` names this machine (an address of one of its
+  interfaces), as horovodrun decides it."""
+  try:
+    return socket.gethostbyname(host) in interfaces().values()
+  except OSError:
+    return False
+
+
+def remote_facts(host, request, ssh_timeout, ssh_port=None):
+  """Runs probe() on `host` over ssh (batch mode); its facts, or
+  {"unreachable": reason}."""
+  code = ("import sys; from legacy_hvd import preflight; "
+          "preflight.probe_main(sys.argv[1])")
+  remote = "env TF_CPP_MIN_LOG_LEVEL=2 {} -c {} {}".format(
+      shlex.quote(sys.executable), shlex.quote(code),
+      shlex.quote(json.dumps(request)))
+  if is_local(host):   # as horovodrun, which starts local ranks without ssh
+    argv = ["sh", "-c", remote]
+  else:
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+            "-o", "ConnectTimeout={}".format(ssh_timeout)]
+    if ssh_port:
+      argv += ["-p", str(ssh_port)]
+    argv += [host, remote]
+  try:
+    done = subprocess.run(argv, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True,
+                          stdin=subprocess.DEVNULL, timeout=ssh_timeout + 120)
+  except subprocess.TimeoutExpired:
+    return {"unreachable": "no answer within {} s".format(ssh_timeout + 120)}
+  last_error = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+  if done.returncode == SSH_UNREACHABLE:
+    return {"unreachable": "ssh in batch mode failed: " + last_error}
+  if done.returncode == NOT_FOUND:
+    return {"unreachable": "{} is not there ({})".format(sys.executable,
+                                                         last_error)}
+  try:
+    return json.loads(done.stdout.strip().splitlines()[-1])
+  except (ValueError, IndexError):
+    return {"unreachable": "the check did not run there (exit {}): {}".format(
+        done.returncode, last_error)}
+
+
+def problems(hosts, facts, network_interface, data_dir):
+  """One line per problem, each starting with the host it is about."""
+  found = []
+  reachable = [h for h in hosts if "unreachable" not in facts[h]]
+  reference = reachable[0] if reachable else None
+  for host in hosts:
+    f = facts[host]
+    if "unreachable" in f:
+      found.append("{}: not reachable: {}".format(host, f["unreachable"]))
+      continue
+    if "import_error" in f:
+      found.append("{}: TensorFlow/Horovod do not load: {}".format(
+          host, f["import_error"]))
+    for key, name in (("python", "Python"), ("tensorflow", "TensorFlow"),
+                      ("horovod", "Horovod"), ("build", "Horovod build")):
+      mine, theirs = f.get(key), facts[reference].get(key)
+      if host != reference and mine != theirs:
+        found.append("{}: {} {}, but {} has {}: every host needs the same "
+                     "stack".format(host, name, mine, reference, theirs))
+    found.extend(_address_problems(host, f, network_interface))
+    if not f["data_ok"]:
+      found.append("{}: {}".format(host, f["data"]))
+    if f.get("model_dir_ok") is False:
+      found.append("{}: {} (rank 0 writes it)".format(host, f["model_dir"]))
+  return found
+
+
+def _address_problems(host, f, network_interface):
+  addresses = f["interfaces"]
+  if network_interface and network_interface not in addresses:
+    return ["{}: no interface {} with an IPv4 address (has: {})".format(
+        host, network_interface, ", ".join(sorted(addresses)))]
+  if f["resolves_to"] is None:
+    return ["{}: its hostname {} does not resolve ({}); Horovod's Gloo needs "
+            "it to: add it to /etc/hosts".format(host, f["hostname"],
+                                                 f.get("resolve_error"))]
+  usable = ({network_interface: addresses[network_interface]}
+            if network_interface else
+            {i: a for i, a in addresses.items()
+             if not a.startswith("127.")})
+  if f["resolves_to"] in usable.values():
+    return []
+  return ["{}: its hostname {} resolves to {}, not to an address of {} ({}): "
+          "Horovod's Gloo builds its contexts on that address, so ranks on "
+          "other hosts cannot connect; fix /etc/hosts there".format(
+              host, f["hostname"], f["resolves_to"],
+              network_interface or "a non-loopback interface",
+              ", ".join(sorted(usable.values())) or "none")]
+
+
+def _address_cell(f, network_interface):
+  if f["resolves_to"] is None:
+    return "{} -> ?".format(f["hostname"])
+  names = [i for i, a in f["interfaces"].items() if a == f["resolves_to"]]
+  return "{} -> {} ({})".format(f["hostname"], f["resolves_to"],
+                                ",".join(names) or "no interface")
+
+
+def table(hosts, slots, facts, network_interface):
+  """The table of facts, one row per host, as text."""
+  header = ["host", "slots", "ssh", "python", "tensorflow", "horovod",
+            "build", "hostname -> address", "data", "model_dir"]
+  rows = [header]
+  for host in hosts:
+    f = facts[host]
+    if "unreachable" in f:
+      rows.append([host, str(slots[host]), "FAILED"] + ["-"] * 7)
+      continue
+    rows.append([host, str(slots[host]), "local" if is_local(host) else "ok",
+                 f["python"],
+                 f.get("tensorflow", "?"), f.get("horovod", "?"),
+                 f.get("build", "?"), _address_cell(f, network_interface),
+                 f["data"] if f["data_ok"] else "FAILED",
+                 f.get("model_dir", "-") if f.get("model_dir_ok", True)
+                 else "FAILED"])
+  widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+  return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths))
+                   .rstrip() for row in rows)
+
+
+def main(argv):
+  del argv
+  hosts_slots = (parse_hosts(FLAGS.hosts) if FLAGS.hosts
+                 else parse_hostfile(FLAGS.hostfile))
+  hosts = [h for h, _ in hosts_slots]
+  slots = dict(hosts_slots)
+  requests = {h: {"data_dir": FLAGS.data_dir} for h in hosts}
+  if FLAGS.model_dir:
+    requests[hosts[0]]["model_dir"] = FLAGS.model_dir
+  with concurrent.futures.ThreadPoolExecutor(len(hosts)) as pool:
+    futures = {h: pool.submit(remote_facts, h, requests[h], FLAGS.ssh_timeout,
+                              FLAGS.ssh_port) for h in hosts}
+    facts = {h: futures[h].result() for h in hosts}
+  print(table(hosts, slots, facts, FLAGS.network_interface), flush=True)
+  found = problems(hosts, facts, FLAGS.network_interface, FLAGS.data_dir)
+  for problem in found:
+    print("{}: error: {}".format("legacy_hvd.preflight", problem),
+          file=sys.stderr, flush=True)
+  if found:
+    sys.exit(cli.INPUT_ERROR)
+  print("All {} hosts ready for {} ranks.".format(
+      len(hosts), sum(slots.values())), flush=True)
+
+
+def run():
+  preflight_flags.define_preflight()
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

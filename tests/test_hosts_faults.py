@@ -1,0 +1,128 @@
+"""A host lost mid-run (its ranks killed; its cable cut): the job ends in a
+bounded time naming the host, rank 0's checkpoint is intact, and a relaunch
+on the surviving host resumes from it."""
+import os
+import re
+import time
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tests import hostjobs
+from tests.helpers import wait_for
+
+# The cut link is noticed by Gloo's time-out (HOROVOD_GLOO_TIMEOUT_SECONDS,
+# 30 s by default); the test shortens it.
+GLOO_TIMEOUT = 10
+PROBE_AND_EXIT = 20    # the survivors' probe (3 s) and horovodrun's shutdown
+
+
+@pytest.fixture(scope="module")
+def data_dir(test_hosts):
+  return hostjobs.put_data(test_hosts, ["lh1", "lh2"])
+
+
+def latest_checkpoint(model_dir):
+  """The newest checkpoint's prefix under `model_dir` as the test sees it
+  (the state file holds the path as rank 0 saw it, inside its host)."""
+  state = tf.train.get_checkpoint_state(model_dir)
+  if state is None:
+    return None
+  return os.path.join(model_dir,
+                      os.path.basename(state.model_checkpoint_path))
+
+
+def checkpoint_step(model_dir):
+  path = latest_checkpoint(model_dir)
+  return int(path.rsplit("-", 1)[1]) if path else None
+
+
+def assert_checkpoint_intact(model_dir):
+  reader = tf.train.load_checkpoint(latest_checkpoint(model_dir))
+  for name in reader.get_variable_to_shape_map():
+    assert np.all(np.isfinite(reader.get_tensor(name)))
+
+
+def lose_host_mid_run(test_hosts, data_dir, tmp_path, name, fault, bound,
+                      env=None):
+  """Runs 2 x 2 ranks, applies fault(lh2) after a checkpoint; returns
+  (seconds from the fault to the launcher's exit, exit code, output,
+  model_dir as the test sees it)."""
+  lh1 = test_hosts.hosts[0]
+  model_dir = os.path.join(test_hosts.scratch, name)
+  outside = lh1.path(model_dir)
+  log_path = tmp_path / (name + ".log")
+  with open(log_path, "w") as log:
+    job = hostjobs.launch(
+        test_hosts, 4, ["-H", "lh1:2,lh2:2"], model_dir,
+        ["--data_dir=" + data_dir, "--max_steps=100000",
+         "--save_checkpoints_steps=20", "--log_every_n_steps=10"], log, env=env)
+    try:
+      wait_for(lambda: (checkpoint_step(outside) or 0) >= 20, 240,
+                        "a checkpoint at step 20")
+      fault(test_hosts.hosts[1])
+      faulted = time.monotonic()
+      job.wait(timeout=bound)
+      seconds = time.monotonic() - faulted
+    finally:
+      if job.poll() is None:
+        job.kill()
+        job.wait()
+  return seconds, job.returncode, log_path.read_text(), model_dir
+
+
+def test_killed_host_is_named_and_relaunch_resumes(test_hosts, data_dir,
+                                                   tmp_path):
+  lh1, lh2 = test_hosts.hosts[:2]
+  seconds, code, output, model_dir = lose_host_mid_run(
+      test_hosts, data_dir, tmp_path, "killed",
+      lambda host: host.kill("legacy_hvd.train"), bound=60)
+  print("killed host: launcher exited {:.1f} s after the kill".format(seconds))
+  assert code != 0
+  errors = hostjobs.error_lines(output)
+  assert len(errors) == 1, output[-6000:]
+  assert ("error: on lh1: lost host lh2 (ranks 2, 3: processes ended)"
+          in errors[0]), errors[0]
+  assert "relaunch on the remaining hosts (-H lh1:2)" in errors[0]
+  assert "]<stderr>:Traceback" not in output
+  saved = checkpoint_step(lh1.path(model_dir))
+  assert saved >= 20
+  assert_checkpoint_intact(lh1.path(model_dir))
+
+  code, output = hostjobs.run(
+      test_hosts, 2, ["-H", "lh1:2"], model_dir,
+      ["--data_dir=" + data_dir, "--max_steps={}".format(saved + 10)],
+      str(tmp_path / "relaunch.log"), interface=None)
+  assert code == 0, output[-6000:]
+  assert "Resuming from global step {}".format(saved) in output
+  assert re.search(r"Resuming at global step {} with 2 ranks; the checkpoint "
+                   r"was written by 4 ranks".format(saved), output)
+  with open(os.path.join(lh1.path(model_dir), "results.json")) as f:
+    results = f.read()
+  assert '"world_size": 2' in results
+  assert '"start_step": {}'.format(saved) in results
+
+
+def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,
+                                                    tmp_path):
+  lh1, lh2 = test_hosts.hosts[:2]
+  try:
+    seconds, code, output, model_dir = lose_host_mid_run(
+        test_hosts, data_dir, tmp_path, "cut",
+        lambda host: host.link(False), bound=GLOO_TIMEOUT + PROBE_AND_EXIT,
+        env={"HOROVOD_GLOO_TIMEOUT_SECONDS": str(GLOO_TIMEOUT)})
+    print("cut link: launcher exited {:.1f} s after the cut".format(seconds))
+    assert code != 0
+    errors = hostjobs.error_lines(output)
+    assert len(errors) == 1, output[-6000:]
+    assert ("error: on lh1: lost host lh2 (ranks 2, 3: host unreachable)"
+            in errors[0]), errors[0]
+    assert "]<stderr>:Traceback" not in output
+    assert checkpoint_step(lh1.path(model_dir)) >= 20
+    assert_checkpoint_intact(lh1.path(model_dir))
+    # lh2's ranks, cut off, end by the same time-out: nobody waits forever.
+    wait_for(lambda: not lh2.processes("legacy_hvd.train"),
+                      GLOO_TIMEOUT + PROBE_AND_EXIT, "lh2's ranks to end")
+  finally:
+    lh2.link(True)
