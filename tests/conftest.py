@@ -23,7 +23,10 @@ def real_cifar10(tmp_path_factory):
     pytest.skip(f"real CIFAR-10 not found at {CIFAR10_JPEG} (set "
                 "LEGACY_HVD_CIFAR10_JPEG or LEGACY_HVD_CIFAR10_BIN)")
   out = tmp_path_factory.mktemp("cifar10")
-  subprocess.run([sys.executable, CIFAR10_CONVERTER, str(out), "--archive",
+  # The converter decodes the JPEGs eagerly with TF 2: on the TF 1.15 stack
+  # it runs with the default stack's Python, which the Makefile hands over.
+  python = os.environ.get("LEGACY_HVD_TF2_PYTHON", sys.executable)
+  subprocess.run([python, CIFAR10_CONVERTER, str(out), "--archive",
                   CIFAR10_JPEG], check=True, capture_output=True, timeout=600)
   return str(out / "cifar-10-batches-bin")
 
