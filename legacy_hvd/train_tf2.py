@@ -10,7 +10,6 @@ results.json as the TF1 path, so the two can be compared step by step
 compat.enable_v2_behavior). `grep -n "Horovod:"` lists every distributed
 touch point.
 """
-
 from absl import flags
 from absl import logging
 import horovod.tensorflow as hvd
