@@ -8,9 +8,7 @@ with allreduce before each update. Rank 0 alone writes the model directory:
 checkpoints, TensorBoard summaries and results.json. `grep -n "Horovod:"`
 lists every distributed touch point.
 """
-import os
 import sys
-import tempfile
 
 from absl import flags
 from absl import logging
@@ -29,11 +27,11 @@ from legacy_hvd import peers
 from legacy_hvd import results
 from legacy_hvd import runtime
 from legacy_hvd import schedule
+from legacy_hvd import startup
 from legacy_hvd import world
 from legacy_hvd.config import Config
 from legacy_hvd.progress import Progress
 from legacy_hvd.progress import StepLog
-from legacy_hvd.data import cifar10
 from legacy_hvd.data import pipeline
 from legacy_hvd.signals import StopSignals
 
@@ -183,79 +181,12 @@ def train(config, data, rank, size, tf_config, stop_signals):
                              config.batch_size, steps_per_epoch)
 
 
-def check_model_dir(path):
-  """Fails with one line if `path` cannot be a directory (read-only check)."""
-  if os.path.exists(path) and not os.path.isdir(path):
-    cli.fail(f"--model_dir={path}: is a file; expected a directory")
-  parent = os.path.abspath(path)
-  while not os.path.exists(parent):
-    parent = os.path.dirname(parent)
-  if not os.path.isdir(parent):
-    cli.fail(f"--model_dir={path}: {parent} is a file; expected a directory")
-
-
-def prepare_model_dir(path):
-  """Rank 0: creates `path` and proves it writable; cli.UserError if not."""
-  try:
-    os.makedirs(path, exist_ok=True)
-    with tempfile.TemporaryFile(dir=path):
-      pass
-  except OSError as e:
-    raise cli.UserError(f"--model_dir={path}: not writable ({e.strerror}); "
-                        "expected a directory this user can write") from None
-
-
-def check_on_rank0(rank, checks, tf_config):
-  """Runs `checks()` on rank 0 only; every rank shares its verdict.
-
-  `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
-  exit non-zero together instead of the others waiting in a collective.
-  """
-  problem = None
-  if rank == 0:
-    try:
-      checks()
-    except cli.UserError as e:
-      problem = str(e)
-  # The process's first session sizes TF's global inter-op thread pool for
-  # all later ones: it gets the training session's settings.
-  with tf.Graph().as_default(), tf.Session(config=tf_config) as session:
-    # Horovod: rank 0 tells every rank whether its checks passed.
-    failed = session.run(hvd.broadcast(tf.constant(int(problem is not None)),
-                                       root_rank=0))
-  if failed and rank == 0:
-    cli.fail(problem)
-  if failed:
-    cli.exit_quietly()
-
-
-def before_horovod(config):
-  """What every rank checks and sets before hvd.init(); returns the data.
-
-  Bad paths and data end here, on every rank at once, in one line: no rank
-  has joined a collective yet, so none is left waiting.
-  """
-  check_model_dir(config.model_dir)
-  processes = cli.launched_processes()
-  if not config.horovod and processes > 1:
-    cli.fail(f"--nohorovod: started as one of {processes} "
-             "processes; expected one process, started with python, not "
-             "horovodrun or mpirun")
-  try:
-    data = cifar10.load(config.data_dir)
-  except cifar10.DataError as e:
-    cli.fail(str(e))
-  if config.deterministic:
-    runtime.make_deterministic()
-  return data
-
-
 def main(argv):
   del argv  # cli.parse_flags allows none
   config = Config.from_flags(flags.FLAGS)
   stop_signals = StopSignals().install()
   tf.disable_v2_behavior()
-  data = before_horovod(config)
+  data = startup.before_horovod(config)
   if not config.horovod:
     # Plain TensorFlow: the same graph, one process, no Horovod at all.
     global hvd
@@ -277,10 +208,10 @@ def main(argv):
       visible_device_list=tf_config.gpu_options.visible_device_list))
 
   def model_dir_checks():
-    prepare_model_dir(config.model_dir)
+    startup.prepare_model_dir(config.model_dir)
     checkpoints.prepare_resume(config.model_dir, model.PARAM_SHAPES)
 
-  check_on_rank0(rank, model_dir_checks, tf_config)
+  startup.check_on_rank0(rank, model_dir_checks, tf_config, hvd.broadcast)
   roster = gather_roster(rank, tf_config)
   watch = peers.LossWatch(
       roster, lambda lost: report_lost_peers(roster, lost, rank,

@@ -27,11 +27,11 @@ from legacy_hvd import peers
 from legacy_hvd import results
 from legacy_hvd import runtime
 from legacy_hvd import schedule
+from legacy_hvd import startup
 from legacy_hvd.config import Config
 from legacy_hvd.data import pipeline
 from legacy_hvd.progress import Progress
 from legacy_hvd.progress import StepLog
-from legacy_hvd.train import before_horovod
 
 
 def pin_devices(config, rank, local_rank, local_size):
@@ -183,7 +183,7 @@ def main(argv):
   del argv
   compat.enable_v2_behavior()   # before any op: TF 1.15 starts in graph mode
   config = Config.from_flags(flags.FLAGS)
-  data = before_horovod(config)
+  data = startup.before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
   rank, size = hvd.rank(), hvd.size()

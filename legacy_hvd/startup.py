@@ -1,0 +1,88 @@
+"""What every entry point checks before and just after hvd.init().
+
+    data = startup.before_horovod(config)   # every rank, before hvd.init()
+    hvd.init()
+    startup.check_on_rank0(rank, checks, tf_config)   # rank 0's verdict to all
+
+Bad flags, paths and data end in before_horovod, on every rank at once, in one
+line: no rank has joined a collective yet, so none is left waiting. What only
+rank 0 may check (it alone writes the model directory) is shared with every
+rank by one broadcast, so all exit together.
+"""
+import os
+import tempfile
+
+import horovod.tensorflow as hvd
+import tensorflow.compat.v1 as tf
+
+from legacy_hvd import cli
+from legacy_hvd import runtime
+from legacy_hvd.data import cifar10
+
+
+def check_model_dir(path):
+  """Fails with one line if `path` cannot be a directory (read-only check)."""
+  if os.path.exists(path) and not os.path.isdir(path):
+    cli.fail(f"--model_dir={path}: is a file; expected a directory")
+  parent = os.path.abspath(path)
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    cli.fail(f"--model_dir={path}: {parent} is a file; expected a directory")
+
+
+def prepare_model_dir(path):
+  """Rank 0: creates `path` and proves it writable; cli.UserError if not."""
+  try:
+    os.makedirs(path, exist_ok=True)
+    with tempfile.TemporaryFile(dir=path):
+      pass
+  except OSError as e:
+    raise cli.UserError(f"--model_dir={path}: not writable ({e.strerror}); "
+                        "expected a directory this user can write") from None
+
+
+def check_on_rank0(rank, checks, tf_config, broadcast=hvd.broadcast):
+  """Runs `checks()` on rank 0 only; every rank shares its verdict.
+
+  `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
+  exit non-zero together instead of the others waiting in a collective.
+  `broadcast` is Horovod's, or no_horovod's for a run without it.
+  """
+  problem = None
+  if rank == 0:
+    try:
+      checks()
+    except cli.UserError as e:
+      problem = str(e)
+  # The process's first session sizes TF's global inter-op thread pool for
+  # all later ones: it gets the training session's settings.
+  with tf.Graph().as_default(), tf.Session(config=tf_config) as session:
+    # Horovod: rank 0 tells every rank whether its checks passed.
+    failed = session.run(broadcast(tf.constant(int(problem is not None)),
+                                   root_rank=0))
+  if failed and rank == 0:
+    cli.fail(problem)
+  if failed:
+    cli.exit_quietly()
+
+
+def before_horovod(config):
+  """What every rank checks and sets before hvd.init(); returns the data.
+
+  Bad paths and data end here, on every rank at once, in one line: no rank
+  has joined a collective yet, so none is left waiting.
+  """
+  check_model_dir(config.model_dir)
+  processes = cli.launched_processes()
+  if not config.horovod and processes > 1:
+    cli.fail(f"--nohorovod: started as one of {processes} "
+             "processes; expected one process, started with python, not "
+             "horovodrun or mpirun")
+  try:
+    data = cifar10.load(config.data_dir)
+  except cifar10.DataError as e:
+    cli.fail(str(e))
+  if config.deterministic:
+    runtime.make_deterministic()
+  return data
