@@ -28,11 +28,11 @@ def define_training(flag_values=flags.FLAGS):
       "the unscaled --lr to the scaled rate (Goyal et al. 2017); 0: none.",
       **fv)
   flags.DEFINE_integer(
-      "epochs", 10, "Passes over the training set; ignored when --max_steps "
-      "is set.", **fv)
+      "epochs", 10, "Passes over the training set; the default when "
+      "--max_steps is not given (giving both is an error).", **fv)
   flags.DEFINE_integer(
       "max_steps", None, "Global step to stop at (one step = one batch on "
-      "every worker); overrides --epochs.", **fv)
+      "every worker); instead of --epochs.", **fv)
   flags.DEFINE_enum(
       "optimizer", "adam", OPTIMIZERS, "adam (Adam), momentum (momentum 0.9) "
       "or sgd (plain gradient descent).", **fv)
@@ -64,6 +64,12 @@ def define_training(flag_values=flags.FLAGS):
   flags.register_validator("warmup_epochs", lambda v: v >= 0,
                            message="--warmup_epochs must be zero or positive",
                            **fv)
+
+  @flags.multi_flags_validator(
+      ["epochs", "max_steps"], message="--epochs and --max_steps both set: "
+      "each says how long to train (--max_steps would win); give one", **fv)
+  def _one_length(values):
+    return values["max_steps"] is None or not flag_values["epochs"].present
 
   @flags.multi_flags_validator(
       ["warmup_epochs", "epochs", "max_steps"],

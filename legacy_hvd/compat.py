@@ -136,3 +136,46 @@ def extract_checked(tar, target):
       raise tarfile.TarError(f"{member.name}: outside the extraction directory")
   tar.extractall(target)
 
+
+
+def keras_optimizers():
+  """The Keras optimizers Horovod 0.28.1's Keras integration wraps: on
+  Keras 2.11+ `tf.keras.optimizers.legacy` (the new ones have another
+  gradient path), before that `tf.keras.optimizers` (the same classes)."""
+  optimizers = tf.compat.v2.keras.optimizers
+  return getattr(optimizers, "legacy", optimizers)
+# What model.compile needs for Horovod's DistributedOptimizer: TF 2.0-2.1
+# and TF 1.15's v2 behaviour need Keras's graph-mode step, where Horovod
+# computes the gradients (`experimental_run_tf_function=False`); later Keras
+# has no such option.
+KERAS_COMPILE_OPTIONS = ({"experimental_run_tf_function": False} if TF1
+                         else {})
+# Variable.ref() (TF 2): Horovod's Keras BroadcastGlobalVariablesCallback
+# calls it when executing eagerly; TF 1.15 lacks it.
+VARIABLE_REF = hasattr(tf.Variable, "ref")
+
+
+def create_keras_optimizer_slots(optimizer, var_list):
+  """Creates a Keras (legacy) optimizer's step, hyper-parameters and slots
+  now, as its first apply_gradients would. A checkpoint restored afterwards
+  fills them in place; restored before, it creates them itself, in another
+  order than a rank that restored nothing, and Horovod's broadcasts pair
+  variables by position. Private methods: Keras 2.11+'s legacy optimizers
+  have _create_all_weights, TF 1.15's the parts of it."""
+  create_all = getattr(optimizer, "_create_all_weights", None)
+  if create_all is not None:
+    create_all(var_list)
+  else:
+    optimizer.iterations   # pylint: disable=pointless-statement
+    optimizer._create_hypers()   # pylint: disable=protected-access
+    optimizer._create_slots(var_list)   # pylint: disable=protected-access
+
+
+def keras_version():
+  """The version of the Keras behind tf.keras: '2.15.0', '2.2.4-tf' on TF
+  1.15, '3.x' on TF >= 2.16 unless TF_USE_LEGACY_KERAS=1 picks tf_keras."""
+  version = getattr(tf.compat.v2.keras, "__version__", None)
+  if version is None:   # TF 2.6-2.15: the keras package's own version
+    import keras
+    version = keras.__version__
+  return version

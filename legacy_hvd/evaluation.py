@@ -3,6 +3,8 @@
     evaluation = Evaluation(test_shape, params, num_shards, shard_index, sum_fn)
     ...                                   # graph finalized, session created
     metrics = evaluation.run(session, test_images, test_labels)
+    metrics = evaluate_eagerly(forward, test_images, test_labels, num_shards,
+                               shard_index, sum_fn)   # TF2, eagerly
 
 Each rank scores only its shard of the test set; the per-class correct counts,
 per-class totals and the summed loss are then added up over all ranks by
@@ -77,3 +79,19 @@ def metrics_from_counts(counts):
       "per_class_accuracy": [float(c / t) if t else None
                              for c, t in zip(correct, total)],
   }
+
+
+def evaluate_eagerly(forward, test_images, test_labels, num_shards,
+                     shard_index, sum_fn):
+  """The TF2 variants' evaluation: this rank's shard, summed by `sum_fn`.
+
+  forward: float32 images [N, 32, 32, 3] -> logits [N, 10]. `sum_fn` runs
+  one collective (every rank calls this once). Returns a metrics dict.
+  """
+  counts_of = tf.function(lambda images, labels: batch_counts(
+      forward(images), labels))
+  local = tf.zeros([1 + 2 * NUM_CLASSES], tf.float64)
+  for images, labels in pipeline.test_batches(test_images, test_labels,
+                                              num_shards, shard_index):
+    local += counts_of(images, labels)
+  return metrics_from_counts(sum_fn(local).numpy())

@@ -9,6 +9,7 @@
 Also StepLog: one JSON line per step, for tools/compare_paths.py.
 """
 import json
+import os
 import time
 
 from absl import logging
@@ -92,6 +93,8 @@ class StepLog:
   """
 
   def __init__(self, path):
+    if path:
+      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     self._file = open(path, "a", buffering=1) if path else None
 
   def write(self, step, loss, learning_rate, digest=None):

@@ -3,6 +3,7 @@
     data = startup.before_horovod(config)   # every rank, before hvd.init()
     hvd.init()
     startup.check_on_rank0(rank, checks, tf_config)   # rank 0's verdict to all
+    startup.check_on_rank0_eagerly(rank, checks)        # the same, TF2 eager
 
 Bad flags, paths and data end in before_horovod, on every rank at once, in one
 line: no rank has joined a collective yet, so none is left waiting. What only
@@ -16,6 +17,7 @@ import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
 from legacy_hvd import cli
+from legacy_hvd import feasibility
 from legacy_hvd import runtime
 from legacy_hvd.data import cifar10
 
@@ -61,6 +63,24 @@ def check_on_rank0(rank, checks, tf_config, broadcast=hvd.broadcast):
     # Horovod: rank 0 tells every rank whether its checks passed.
     failed = session.run(broadcast(tf.constant(int(problem is not None)),
                                    root_rank=0))
+  _end_if_failed(rank, failed, problem)
+
+
+def check_on_rank0_eagerly(rank, checks, broadcast=hvd.broadcast):
+  """check_on_rank0 for the eager TF2 variants (the loop and Keras fit):
+  the same verdict, shared by one eager broadcast instead of a session."""
+  problem = None
+  if rank == 0:
+    try:
+      checks()
+    except cli.UserError as e:
+      problem = str(e)
+  # Horovod: rank 0 tells every rank whether its checks passed.
+  failed = int(broadcast(tf.constant(int(problem is not None)), root_rank=0))
+  _end_if_failed(rank, failed, problem)
+
+
+def _end_if_failed(rank, failed, problem):
   if failed and rank == 0:
     cli.fail(problem)
   if failed:
@@ -74,6 +94,8 @@ def before_horovod(config):
   has joined a collective yet, so none is left waiting.
   """
   check_model_dir(config.model_dir)
+  if config.step_log and feasibility.file_problem("step_log", config.step_log):
+    cli.fail(feasibility.file_problem("step_log", config.step_log))
   processes = cli.launched_processes()
   if not config.horovod and processes > 1:
     cli.fail(f"--nohorovod: started as one of {processes} "
@@ -83,6 +105,10 @@ def before_horovod(config):
     data = cifar10.load(config.data_dir)
   except cifar10.DataError as e:
     cli.fail(str(e))
+  # Valid flags that this data or this many ranks cannot satisfy.
+  impossible = feasibility.problem(config, len(data.train_labels), processes)
+  if impossible:
+    cli.fail(impossible)
   if config.deterministic:
     runtime.make_deterministic()
   return data

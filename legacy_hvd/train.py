@@ -153,13 +153,18 @@ def train(config, data, rank, size, tf_config, stop_signals):
     # values, or what it restored from the checkpoint. (Horovod's hook, or
     # ours on TF >= 2.16.)
     train_hooks.insert(0, hooks.BroadcastGlobalVariablesHook(0))
+  scaffold = tf.train.Scaffold()
   # Horovod: only rank 0 saves checkpoints and summaries, so other ranks
   # cannot corrupt them; it also restores from them when resuming.
   with tf.train.MonitoredTrainingSession(
       checkpoint_dir=config.model_dir if rank == 0 else None,
+      scaffold=scaffold,
+      chief_only_hooks=[hooks.checkpoint_saver(
+          config.model_dir, config.save_checkpoints_steps,
+          scaffold)] if rank == 0 else None,
       hooks=train_hooks,
       config=tf_config,
-      save_checkpoint_steps=config.save_checkpoints_steps,
+      save_checkpoint_steps=None, save_checkpoint_secs=None,
       save_summaries_steps=config.log_every_n_steps,
       log_step_count_steps=None) as session:
     while not session.should_stop():

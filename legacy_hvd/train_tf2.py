@@ -7,9 +7,13 @@ same --seed), learning-rate scaling and warm-up, rank-0 logging and
 results.json as the TF1 path, so the two can be compared step by step
 (tools/compare_paths.py). Checkpoints are TF2 object-based ones, in their own
 --model_dir. Runs on TF 2 and on TF 1.15 (with its v2 behaviour switched on,
-compat.enable_v2_behavior). `grep -n "Horovod:"` lists every distributed
-touch point.
+compat.enable_v2_behavior). The TF1 job's fault handling, the same
+behaviour and messages (legacy_hvd/faults.py): stop signals, NaN/Inf
+gradients, model-dir checks, damaged checkpoints, a lost host.
+`grep -n "Horovod:"` lists every distributed touch point.
 """
+import sys
+
 from absl import flags
 from absl import logging
 import horovod.tensorflow as hvd
@@ -20,41 +24,19 @@ from flags import define_trainer_flags
 from flags import tf2 as tf2_flags
 from legacy_hvd import cli
 from legacy_hvd import compat
+from legacy_hvd import devices
 from legacy_hvd import evaluation
+from legacy_hvd import faults
 from legacy_hvd import model
 from legacy_hvd import optimizers
-from legacy_hvd import peers
 from legacy_hvd import results
-from legacy_hvd import runtime
 from legacy_hvd import schedule
 from legacy_hvd import startup
 from legacy_hvd.config import Config
 from legacy_hvd.data import pipeline
 from legacy_hvd.progress import Progress
 from legacy_hvd.progress import StepLog
-
-
-def pin_devices(config, rank, local_rank, local_size):
-  # Horovod: pin each process to one GPU: the one numbered by its local rank.
-  # (tf.ConfigProto and tf.Session do nothing for a tf.function loop.)
-  # The experimental names are the ones TF 1.15 has too.
-  gpus = tf.config.experimental.list_physical_devices("GPU")
-  if gpus:
-    tf.config.experimental.set_memory_growth(gpus[local_rank], True)
-    tf.config.experimental.set_visible_devices(gpus[local_rank], "GPU")
-  # Horovod: on CPU the cores are what the local ranks share: pin each rank
-  # to its own part and size its thread pools to it.
-  placement = runtime.place_local_rank(
-      local_rank, local_size, config.cpu_affinity, config.intra_op_threads,
-      config.inter_op_threads)
-  tf.config.threading.set_intra_op_parallelism_threads(
-      placement.intra_op_threads)
-  tf.config.threading.set_inter_op_parallelism_threads(
-      placement.inter_op_threads)
-  logging.info("%s", runtime.describe(
-      placement, rank, local_rank, local_size, host=peers.host_name(),
-      cross_rank=hvd.cross_rank(), cross_size=hvd.cross_size(),
-      visible_device_list=str(local_rank)))
+from legacy_hvd.signals import StopSignals
 
 
 def optimizer_variables(optimizer):
@@ -63,8 +45,12 @@ def optimizer_variables(optimizer):
   return list(variables() if callable(variables) else variables)
 
 
-def train(config, data, rank, size):
-  """Trains and evaluates eagerly; returns the summary dict (all ranks)."""
+def train(config, data, rank, size, stop_signals, watch):
+  """Trains and evaluates eagerly; returns the summary dict (all ranks).
+
+  Returns None when a stop signal ended training early (rank 0 has saved a
+  checkpoint at the step where all ranks stopped).
+  """
   steps_per_epoch = schedule.steps_per_epoch(len(data.train_labels),
                                              config.batch_size, size)
   max_steps = config.max_steps or config.epochs * steps_per_epoch
@@ -101,13 +87,15 @@ def train(config, data, rank, size):
   hvd.broadcast_variables(trainable + [step], root_rank=0)
 
   @tf.function
-  def train_step(images, labels, first_step):
+  def train_step(images, labels, first_step, stop_requested):
     with tf.GradientTape() as tape:
       loss, accuracy = model.loss_and_accuracy(model.forward(images, params),
                                                labels)
     # Horovod: wrap the tape: gradient() averages over ranks with allreduce.
     tape = hvd.DistributedGradientTape(tape, compression=compression)
-    gradients = tape.gradient(loss, trainable)
+    # The averaged gradients are the same on every rank: checking them stops
+    # all ranks in the same step, before a NaN or Inf reaches the weights.
+    gradients = [faults.checked(g) for g in tape.gradient(loss, trainable)]
     rate = learning_rate()
     if config.optimizer_impl == "v1":
       optimizer.apply_gradients(zip(gradients, trainable), global_step=step)
@@ -119,7 +107,9 @@ def train(config, data, rank, size):
       # in case a restored rank 0 applied restored slots) from rank 0.
       hvd.broadcast_variables(trainable + optimizer_variables(optimizer),
                               root_rank=0)
-    return loss, accuracy, rate
+    # Horovod: a stop request on any rank reaches all ranks in the same step
+    # (a one-float allreduce that overlaps the step's compute).
+    return loss, accuracy, rate, faults.agree(stop_requested, size)
 
   if config.synthetic:
     dataset = pipeline.synthetic_batches(config.batch_size, config.seed)
@@ -131,17 +121,27 @@ def train(config, data, rank, size):
         augment=config.augment,
         skip_examples=int(step.numpy()) * config.batch_size)
   progress = Progress(config.log_every_n_steps, config.batch_size * size,
-                      log=rank == 0)
+                      log=rank == 0, steps_per_epoch=steps_per_epoch,
+                      last_step=max_steps)
   step_log = StepLog(config.step_log if rank == 0 else None)
   writer = (tf.summary.create_file_writer(config.model_dir) if rank == 0
             else tf.summary.create_noop_writer())
   progress.start(int(step.numpy()))
-  first = True
+  first, stopped = True, False
   with writer.as_default():
     # Every rank runs the same number of steps: they share `step`.
-    for images, labels in dataset.take(max(0, max_steps - int(step.numpy()))):
-      loss, accuracy, rate = train_step(images, labels, first)
-      first = False
+    batches = iter(dataset.take(max(0, max_steps - int(step.numpy()))))
+    while not stopped:
+      try:
+        images, labels = next(batches)
+        loss, accuracy, rate, any_stop = train_step(
+            images, labels, first,
+            tf.constant(1.0 if stop_signals.requested else 0.0))
+      except StopIteration:
+        break
+      except tf.errors.OpError as e:
+        faults.end_on_error(e, progress, size, watch)
+      first, stopped = False, any_stop.numpy() > 0
       current = int(step.numpy())
       values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
                 "learning_rate": rate.numpy()}
@@ -158,41 +158,42 @@ def train(config, data, rank, size):
   step_log.close()
   if manager and saved_step != int(step.numpy()):
     manager.save(checkpoint_number=int(step.numpy()))
+  if stopped:
+    return None
 
-  metrics = evaluate(params, data, rank, size)
+  # Horovod: every rank scores its test shard; the counts are summed.
+  metrics = evaluation.evaluate_eagerly(
+      lambda images: model.forward(images, params), data.test_images,
+      data.test_labels, size, rank, lambda counts: hvd.allreduce(
+          counts, op=hvd.Sum))
   # Horovod: gather every rank's weight digest to check they stayed in sync.
   digests = hvd.allgather(model.weight_digest(params)[None]).numpy().tolist()
   return results.run_summary(metrics, digests, progress, size,
                              config.batch_size, steps_per_epoch)
 
 
-def evaluate(params, data, rank, size):
-  """Scores this rank's test shard; the counts are summed over all ranks."""
-  counts_of = tf.function(lambda images, labels: evaluation.batch_counts(
-      model.forward(images, params), labels))
-  local = tf.zeros([1 + 2 * evaluation.NUM_CLASSES], tf.float64)
-  for images, labels in pipeline.test_batches(
-      data.test_images, data.test_labels, num_shards=size, shard_index=rank):
-    local += counts_of(images, labels)
-  # Horovod: add up every rank's counts.
-  total = hvd.allreduce(local, op=hvd.Sum)
-  return evaluation.metrics_from_counts(total.numpy())
-
-
 def main(argv):
   del argv
   compat.enable_v2_behavior()   # before any op: TF 1.15 starts in graph mode
   config = Config.from_flags(flags.FLAGS)
+  stop_signals = StopSignals().install()
   data = startup.before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
   rank, size = hvd.rank(), hvd.size()
-  pin_devices(config, rank, hvd.local_rank(), hvd.local_size())
+  devices.pin_devices(config, rank, hvd.local_rank(), hvd.local_size(),
+                      hvd.cross_rank(), hvd.cross_size())
   if rank == 0:
     logging.info("TF2 path (%s optimizer) on %s: %d train, %d test images; "
                  "%d workers", config.optimizer_impl, data.source,
                  len(data.train_labels), len(data.test_labels), size)
-  summary = train(config, data, rank, size)
+  faults.check_model_dir_on_rank0(rank, config.model_dir)
+  watch = faults.watch_lost_hosts(rank, size, config.model_dir)
+  summary = train(config, data, rank, size, stop_signals, watch)
+  if summary is None:
+    if rank == 0:
+      faults.log_stopped(stop_signals.requested, config.model_dir)
+    sys.exit(StopSignals.exit_code(stop_signals.requested))
   if rank == 0:
     results.write_run_results(summary, config, data.source, "tf2")
 

@@ -11,14 +11,21 @@ def test_benchmark_reports_cases_and_ratios(tmp_path, isolated_cache):
   process = subprocess.run(
       [sys.executable, "tools/benchmark.py", "--out", str(out), "--steps", "20",
        "--warmup", "10", "--repeats", "2",
-       "--cases", "tf1-np1,tf1-np1-synthetic,tf1-np1-plain"], cwd=REPO,
+       "--cases", "bare,tf1-np1,tf1-np1-synthetic,tf1-np1-plain"], cwd=REPO,
       capture_output=True, text=True, timeout=600)
   assert_ok(process)
   report = json.loads((out / "benchmark.json").read_text())
-  for case in ("tf1-np1", "tf1-np1-synthetic", "tf1-np1-plain"):
+  medians = report["median_images_per_sec"]
+  for case in ("bare", "tf1-np1", "tf1-np1-synthetic", "tf1-np1-plain"):
     rates = report["images_per_sec"][case]
     assert len(rates) == 2 and all(r > 0 for r in rates)
-  medians = report["median_images_per_sec"]
+    # Every case as a fraction of the bare loop, with its repeats' spread.
+    assert report["fraction_of_bare"][case] == medians[case] / medians["bare"]
+    assert report["spread"][case] == (max(rates) - min(rates)) / medians[case]
+    # One peak RSS per rank: at least the 150 MB of training pixels.
+    (peak,) = report["peak_rss_bytes_per_rank"][case]
+    assert 150e6 < peak < 8e9
+  assert report["ratios"]["tf1 np1 / bare loop"]["target"] == 0.95
   for label, bottom in (("real / synthetic data at np1", "tf1-np1-synthetic"),
                         ("horovod np1 / plain TF", "tf1-np1-plain")):
     ratio = report["ratios"][label]

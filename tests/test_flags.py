@@ -46,7 +46,15 @@ def test_bad_values_are_rejected_naming_the_flag(arg, named):
 def test_warmup_longer_than_training_is_rejected():
   with pytest.raises(flags.IllegalFlagValueError, match="--warmup_epochs"):
     parse("--epochs=2", "--warmup_epochs=3")
-  parse("--epochs=2", "--warmup_epochs=3", "--max_steps=100")  # decided later
+  # With --max_steps it is decided with the data, before hvd.init()
+  # (tests/test_feasibility.py).
+  parse("--warmup_epochs=3", "--max_steps=100")
+
+
+def test_epochs_and_max_steps_together_are_rejected():
+  with pytest.raises(flags.IllegalFlagValueError, match="--max_steps"):
+    parse("--epochs=2", "--max_steps=100")
+  parse("--epochs=10")   # the default's value, given: fine alone
 
 
 def test_cli_reports_bad_flag_in_one_line_without_training(tmp_path):

@@ -5,6 +5,9 @@
     python tools/benchmark.py --out DIR --cases tf1-np1 \
         --stacks .venv-tf1.15.5/bin/python   # the same graph on TF 1.15 too
 
+Across test hosts over emulated links (100mbit, 1gbit), with the knobs and
+step time split into compute and allreduce: tools/hostbench.py.
+
 Every case launches the real trainer (legacy_hvd.train or train_tf2) under
 horovodrun (the plain-TF case: with python alone, --nohorovod) for warmup +
 steps global steps with its default settings, or one knob changed, and
@@ -17,6 +20,12 @@ every case once more per other stack's Python (with the horovodrun beside
 it), interleaved with the rest, named `<case>@tf<version>`, and adds the
 ratio of each stack to this one. Writes DIR/benchmark.json and
 DIR/benchmark.md.
+
+The `bare` case (tools/bare_loop.py) is the limit: the same graph and data
+in a bare session.run loop, no hooks, no Horovod. Every case is also given
+as a fraction of it, with the spread of its repeats ((max - min) / median)
+and each rank's peak resident memory (every rank runs under
+tools/peak_rss.py: getrusage's high-water mark, the largest of the repeats).
 """
 import argparse
 import json
@@ -35,7 +44,10 @@ BATCH_SIZE = 64            # per worker, the trainer's default
 # None: no horovodrun at all (plain TF). Gloo is named explicitly: a Horovod
 # built with MPI too would otherwise default to MPI.
 GLOO, MPI = ["--gloo"], ["--mpi"]
+BARE_LOOP = "tools.bare_loop"   # takes --max_steps, --step_log, --data_dir only
 CASES = {
+    # The limit: the same graph in a bare session.run loop (tools/bare_loop.py).
+    "bare": (BARE_LOOP, 1, [], None),
     "tf1-np1": ("legacy_hvd.train", 1, [], GLOO),
     "tf1-np2": ("legacy_hvd.train", 2, [], GLOO),
     "tf1-np4": ("legacy_hvd.train", 4, [], GLOO),
@@ -56,17 +68,21 @@ CASES = {
     "tf1-np2-deterministic": ("legacy_hvd.train", 2, ["--deterministic"],
                               GLOO),
     "tf1-np4-mpi": ("legacy_hvd.train", 4, [], MPI),
+    # The Keras fit variant of the TF2 path, beside the TF1 job's cases.
+    "keras-np1": ("legacy_hvd.train_keras", 1, [], GLOO),
+    "keras-np4": ("legacy_hvd.train_keras", 4, [], GLOO),
 }
-DEFAULT_CASES = ["tf1-np1", "tf1-np2", "tf1-np4", "tf2-np1", "tf1-np1-plain",
-                 "tf1-np1-synthetic", "tf1-np4-synthetic"]
+DEFAULT_CASES = ["bare", "tf1-np1", "tf1-np2", "tf1-np4", "tf2-np1",
+                 "tf1-np1-plain", "tf1-np1-synthetic", "tf1-np4-synthetic"]
 KNOB_CASES = ["tf1-np2-unpinned", "tf1-np4-unpinned", "tf1-np4-fp16",
               "tf1-np4-accumulate2", "tf1-np4-cycle5ms", "tf1-np4-nofusion",
               "tf1-np2-deterministic"]
 # name -> (numerator case, denominator case, target or None)
 RATIOS = {
     "np2 / np1 (aggregate)": ("tf1-np2", "tf1-np1", 0.90),
-    "np4 / np1 (aggregate)": ("tf1-np4", "tf1-np1", 0.85),
-    "tf1 / tf2 at np1": ("tf1-np1", "tf2-np1", 1.10),
+    "np4 / np1 (aggregate)": ("tf1-np4", "tf1-np1", 0.90),
+    "tf1 np1 / bare loop": ("tf1-np1", "bare", 0.95),
+    "tf1 / tf2 at np1": ("tf1-np1", "tf2-np1", 1.00),
     "horovod np1 / plain TF": ("tf1-np1", "tf1-np1-plain", 0.97),
     "real / synthetic data at np1": ("tf1-np1", "tf1-np1-synthetic", 0.97),
     "real / synthetic data at np4": ("tf1-np4", "tf1-np4-synthetic", 0.97),
@@ -83,6 +99,7 @@ RATIOS = {
     "mpi / gloo at np4": ("tf1-np4-mpi", "tf1-np4", None),
 }
 CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
+               "keras": ["tf1-np1", "tf1-np4", "keras-np1", "keras-np4"],
                "all": DEFAULT_CASES + KNOB_CASES}
 
 
@@ -123,21 +140,26 @@ def parse_args(argv):
 
 
 def run_case(name, args, work, python=sys.executable):
-  """Launches one case with `python`; aggregate images/sec after the warm-up."""
+  """Launches one case with `python`: (aggregate images/sec after the
+  warm-up, [peak resident bytes of rank 0, 1, ...])."""
   module, np, flags, launcher = CASES[name]
   model_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=work)
   step_log = os.path.join(model_dir, "steps.jsonl")
+  rss_dir = os.path.join(model_dir, "rss")
+  os.mkdir(rss_dir)
   total = args.warmup + args.steps
   command = [] if launcher is None else [
       stacks.horovodrun(python), *launcher, "-np", str(np), "-H",
       f"localhost:{np}"]
-  command += [python, "-m", module, f"--model_dir={model_dir}",
-             f"--max_steps={total}", f"--step_log={step_log}",
-             f"--log_every_n_steps={total}",
-             f"--save_checkpoints_steps={total}", *flags]
+  # Every rank runs under tools/peak_rss.py, which records its peak RSS.
+  command += [python, "-m", "tools.peak_rss", rss_dir, module,
+              f"--max_steps={total}", f"--step_log={step_log}", *flags]
+  if module != BARE_LOOP:
+    command += [f"--model_dir={model_dir}", f"--log_every_n_steps={total}",
+                f"--save_checkpoints_steps={total}",
+                *args.trainer_flags.split()]
   if args.data_dir:
     command.append(f"--data_dir={args.data_dir}")
-  command += args.trainer_flags.split()
   process = subprocess.run(command, capture_output=True, text=True,
                            timeout=TIMEOUT_SECONDS)
   if process.returncode:
@@ -145,7 +167,12 @@ def run_case(name, args, work, python=sys.executable):
              + process.stderr[-2000:])
   with open(step_log) as f:
     times = {r["step"]: r["time"] for r in map(json.loads, f)}
-  return args.steps * BATCH_SIZE * np / (times[total] - times[args.warmup])
+  peaks = []
+  for rank in range(np):
+    with open(os.path.join(rss_dir, f"rank-{rank}.json")) as f:
+      peaks.append(json.load(f)["peak_rss_bytes"])
+  return (args.steps * BATCH_SIZE * np / (times[total] - times[args.warmup]),
+          peaks)
 
 
 def main(argv=None):
@@ -159,14 +186,22 @@ def main(argv=None):
     plans += [(f"{name}@tf{versions[python]}", name, python)
               for name in args.cases]
   runs = {label: [] for label, _, _ in plans}
+  peak_rss = {label: [] for label, _, _ in plans}   # per rank, max of repeats
   with tempfile.TemporaryDirectory(prefix="benchmark-") as work:
     for repeat in range(args.repeats):
       for label, name, python in plans:
-        rate = run_case(name, args, work, python)
+        rate, peaks = run_case(name, args, work, python)
         runs[label].append(rate)
+        peak_rss[label] = [max(pair) for pair in
+                           zip(peaks, peak_rss[label] or peaks)]
         print(f"benchmark: repeat {repeat + 1} {label}: {rate:.0f} "
-              "images/sec", flush=True)
+              f"images/sec, peak RSS {_mib(max(peaks))}", flush=True)
   medians = {label: statistics.median(rates) for label, rates in runs.items()}
+  # (max - min) / median of each case's repeats: how far to trust a ratio.
+  spreads = {label: (max(rates) - min(rates)) / medians[label]
+             for label, rates in runs.items()}
+  of_bare = ({label: medians[label] / medians["bare"] for label in medians}
+             if "bare" in medians else {})
   ratios = {}
   for label, (top, bottom, target) in RATIOS.items():
     if top in medians and bottom in medians:
@@ -184,12 +219,18 @@ def main(argv=None):
                                     for label, _, python in plans},
             "repeats": args.repeats, "batch_size_per_worker": BATCH_SIZE,
             "cpu_count": os.cpu_count(), "images_per_sec": runs,
-            "median_images_per_sec": medians, "ratios": ratios}
+            "median_images_per_sec": medians, "spread": spreads,
+            "fraction_of_bare": of_bare, "peak_rss_bytes_per_rank": peak_rss,
+            "ratios": ratios}
   with open(os.path.join(args.out, "benchmark.json"), "w") as f:
     json.dump(report, f, indent=2)
-  lines = ["| case | median images/sec | runs |", "|---|---|---|"]
+  lines = ["| case | median images/sec | of bare | spread | runs | "
+           "peak RSS per rank (MiB) |", "|---|---|---|---|---|---|"]
   lines += [f"| {label} | {medians[label]:.0f} | "
-            + ", ".join(f"{r:.0f}" for r in runs[label]) + " |"
+            + (f"{of_bare[label]:.3f}" if of_bare else "-")
+            + f" | {spreads[label]:.1%} | "
+            + ", ".join(f"{r:.0f}" for r in runs[label]) + " | "
+            + ", ".join(f"{b / 2**20:.0f}" for b in peak_rss[label]) + " |"
             for label, _, _ in plans]
   lines += ["", "| ratio | value | target | met |", "|---|---|---|---|"]
   lines += [f"| {label} | {r['value']:.3f} | "
@@ -199,6 +240,10 @@ def main(argv=None):
   with open(os.path.join(args.out, "benchmark.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
   print("\n".join(lines))
+
+
+def _mib(n):
+  return f"{n / 2**20:.0f} MiB"
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """Runs the TF1 and TF2 paths, and stacks, side by side; reports where they differ.
 
-    python tools/compare_paths.py --np 2 --steps 200 --out DIR [--impls v1,keras]
+    python tools/compare_paths.py --np 2 --steps 200 --out DIR \
+        [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8]
     python tools/compare_paths.py --np 2 --steps 200 --out DIR --impls none \
         --stacks .venv-tf1.15.5/bin/python    # the TF1 job on TF 1.15 too
 
 Each path runs under `horovodrun -np N` with the same seed, initial weights
 and data order, for the same number of steps, logging every step's loss and,
-every --digest_every steps, a digest of the weights. --stacks adds the TF1
+every --digest_every steps, a digest of the weights: the TF1 job
+(legacy_hvd.train), the TF2 loop (legacy_hvd.train_tf2, tf2-<impl>) and
+Keras fit (legacy_hvd.train_keras, keras-fit). --stacks adds the TF1
 path run by another stack's Python (and the horovodrun beside it), compared
 with the TF1 path of this one. Writes
   DIR/report.json   every figure below, machine-readable
@@ -49,6 +52,27 @@ CAUSES = {
                            "it after; they agree only while the rate is "
                            "constant (not during warm-up).",
 }
+# Why the Keras fit variant parts from the TF1 job, keyed by optimizer. What
+# does not part them: MetricAverageCallback averages only the epoch-end logs
+# (TensorBoard's), never a weight; BroadcastGlobalVariablesCallback runs after
+# the first step, when every rank already holds the same initial values (same
+# seed; a resumed run is broadcast before fit); fit's steps_per_epoch is the
+# other paths' epoch over the same endless stream, so the steps and batches
+# are the same ones.
+FIT_CAUSES = {
+    "adam": "the optimizer, not fit: Keras Adam's default epsilon is 1e-7, "
+            "ten times tf.compat.v1.train.AdamOptimizer's 1e-8 (from step "
+            "2). With epsilon matched (the keras-fit-eps1e-8 run) a smaller "
+            "gap remains from the update rule: the legacy Keras Adam runs "
+            "the same ApplyAdam kernel but recomputes beta1^t and beta2^t "
+            "with pow(beta, t) where v1 keeps running float32 products. "
+            "Horovod's callbacks change no weight: MetricAverageCallback "
+            "averages only the epoch-end logs, and the broadcast after the "
+            "first step finds every rank with the same weights.",
+    "momentum": "Keras SGD folds the learning rate into the momentum "
+                "velocity, v1 MomentumOptimizer applies it after; they agree "
+                "only while the rate is constant (not during warm-up).",
+}
 # Why the TF1 job on two TensorFlows parts (measured with this tool and
 # per-op comparisons; README, "TF 1.15 and TF 2").
 STACK_CAUSE = (
@@ -62,15 +86,28 @@ STACK_CAUSE = (
     "differently too. Adam's first steps amplify these ulps.")
 
 
+# --impls: run name, module, trainer flags.
+IMPLS = {
+    "v1": ("tf2-v1", "legacy_hvd.train_tf2", ["--optimizer_impl=v1"]),
+    "keras": ("tf2-keras", "legacy_hvd.train_tf2", ["--optimizer_impl=keras"]),
+    "keras-eps1e-8": ("tf2-keras-eps1e-8", "legacy_hvd.train_tf2",
+                      ["--optimizer_impl=keras", "--adam_epsilon=1e-8"]),
+    "fit": ("keras-fit", "legacy_hvd.train_keras", []),
+    "fit-eps1e-8": ("keras-fit-eps1e-8", "legacy_hvd.train_keras",
+                    ["--adam_epsilon=1e-8"]),
+}
+
+
 def parse_args(argv):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--np", type=int, default=2, help="processes per path")
   parser.add_argument("--steps", type=int, default=200, help="global steps")
   parser.add_argument("--out", required=True, help="new or empty directory")
-  parser.add_argument("--impls", default="v1,keras",
-                      help="TF2 optimizer implementations to run: v1, keras, "
-                      "keras-eps1e-8 (Keras Adam with v1's epsilon), "
-                      "comma-separated; none: no TF2 path run")
+  parser.add_argument("--impls", default="v1,keras,fit,fit-eps1e-8",
+                      help="TF2 variants to run, comma-separated: the TF2 "
+                      "loop with optimizer v1, keras, keras-eps1e-8 (Keras "
+                      "Adam with v1's epsilon); Keras fit: fit, fit-eps1e-8; "
+                      "none: no TF2 path run")
   parser.add_argument("--stacks", default="",
                       help="Pythons of other stacks' venvs (comma-separated, "
                       "e.g. .venv-tf1.15.5/bin/python): the TF1 path runs "
@@ -90,10 +127,10 @@ def parse_args(argv):
                       help="after --: flags passed to both trainers")
   args = parser.parse_args(argv)
   impls = [] if args.impls == "none" else args.impls.split(",")
-  unknown = set(impls) - {"v1", "keras", "keras-eps1e-8"}
+  unknown = set(impls) - set(IMPLS)
   if unknown or args.np < 1 or args.steps < 1:
-    parser.error(f"expected --np and --steps >= 1 and --impls from v1, keras, "
-                 f"keras-eps1e-8; got --np={args.np} --steps={args.steps} "
+    parser.error(f"expected --np and --steps >= 1 and --impls from "
+                 f"{', '.join(IMPLS)}; got --np={args.np} --steps={args.steps} "
                  f"--impls={args.impls}")
   if os.path.exists(args.out) and os.listdir(args.out):
     parser.error(f"--out={args.out}: not empty; expected a new or empty "
@@ -264,12 +301,8 @@ def main(argv=None):
   os.makedirs(args.out, exist_ok=True)
   plans = [("tf1", "legacy_hvd.train", [], False, sys.executable)]
   for impl in args.impls:
-    extra = ["--optimizer_impl=keras" if impl.startswith("keras")
-             else "--optimizer_impl=v1"]
-    if impl == "keras-eps1e-8":
-      extra.append("--adam_epsilon=1e-8")
-    plans.append((f"tf2-{impl}", "legacy_hvd.train_tf2", extra, True,
-                  sys.executable))
+    name, module, extra = IMPLS[impl]
+    plans.append((name, module, extra, True, sys.executable))
   for python in args.stacks:
     plans.append((f"tf1-tf{stacks.tensorflow_version(python)}",
                   "legacy_hvd.train", [], False, python))
@@ -285,6 +318,8 @@ def main(argv=None):
     figures = compare(runs[0], run, args.tolerance)
     if run["results"]["path"] == "tf1":   # the same job on another stack
       cause = STACK_CAUSE
+    elif run["results"]["path"] == "keras-fit":
+      cause = FIT_CAUSES.get(optimizer)
     else:
       cause = CAUSES.get((run["results"]["flags"]["optimizer_impl"],
                           optimizer))

@@ -1,6 +1,8 @@
 """Test hosts: Linux namespaces that are real hosts to Horovod, ssh and mpirun.
 
     python tools/testhosts.py up [--hosts 2] [--link 100mbit]   # lh1, lh2, ...
+    python tools/testhosts.py link [--link 1gbit]   # change every link
+    python tools/linkcheck.py                  # the link measured, both ways
     python tools/testhosts.py status
     python tools/testhosts.py down [--all]     # idempotent; also after a killed run
 
@@ -62,7 +64,13 @@ SSHD = "/usr/sbin/sshd"
 SSH_PACKAGE = "openssh-server"
 POLICY_RC_D = "/usr/sbin/policy-rc.d"
 READY_SECONDS = 20              # for a namespace or an sshd to come up
-LINK_BURST = "128kb"            # tbf bucket: >= rate / kernel HZ up to 1gbit
+# tbf's bucket: what passes at full speed after an idle moment. Small, like
+# a switch port's buffer: a 128 KB bucket let a third of each step's
+# gradients (330 KB) through unshaped. max(16 KB, 0.25 ms of the rate):
+# measured with tools/linkcheck.py, 95.3-95.7 of 95.6 Mbit/s TCP payload
+# at 100mbit, 936-939 of 956 at 1gbit (a 16 KB bucket there: 930).
+LINK_BURST_BYTES = 16 * 1024
+LINK_BURST_SECONDS = 0.00025
 LINK_QUEUE = "50ms"             # tbf: longest a packet may wait in the queue
 
 
@@ -147,13 +155,17 @@ class Host:
     self.scratch = os.path.join(self.dir, "scratch")
     self.hosts_file = os.path.join(self.dir, "hosts")
     self.anchor = None   # pid of the process holding the UTS and mount ns
+    self.cores = None    # pin(): the cores every process of the host gets
 
   def __repr__(self):
     return "Host({} {})".format(self.name, self.address)
 
   # -- running commands ---------------------------------------------------
   def command(self, argv, cwd=REPO):
-    """argv run inside this host's network, UTS and mount namespaces."""
+    """argv run inside this host's network, UTS and mount namespaces (and
+    on its cores, after pin())."""
+    if self.cores is not None:
+      argv = ["taskset", "-c", ",".join(map(str, self.cores)), *argv]
     return ["nsenter", "-t", str(self.anchor), "-n", "-u", "-m",
             "--wdns=" + cwd, *argv]
 
@@ -208,16 +220,37 @@ class Host:
     _sh(["ip", "link", "set", self.veth, "up" if up else "down"])
 
   def set_rate(self, rate):
-    """Limits what the host sends through its interface to `rate` (tc's
-    units: "100mbit", "1gbit"); None removes the limit. A token bucket
-    (tbf): this machine's kernel has tbf and htb but not netem, so there is
-    no added delay."""
-    tc = ["tc", "-n", self.netns, "qdisc"]
-    if rate is None:
-      _sh(tc + ["del", "dev", INTERFACE, "root"], check=False)
-    else:
-      _sh(tc + ["replace", "dev", INTERFACE, "root", "tbf", "rate", rate,
-                "burst", LINK_BURST, "latency", LINK_QUEUE])
+    """Limits the host's link to `rate` both ways (tc's units: "100mbit",
+    "1gbit"); None removes the limit. A token bucket (tbf) shapes what leaves
+    an interface, so there are two: on the host's eth0 (what it sends) and
+    on its switch port, the bridge's end of the pair (what it receives).
+    This machine's kernel has tbf and htb but not netem (nor fq), so no
+    delay is added: the link's latency is the veth's own
+    (tools/linkcheck.py measures both)."""
+    for tc in (["tc", "-n", self.netns, "qdisc"], ["tc", "qdisc"]):
+      device = INTERFACE if "-n" in tc else self.veth
+      if rate is None:
+        _sh(tc + ["del", "dev", device, "root"], check=False)
+      else:
+        _sh(tc + ["replace", "dev", device, "root", "tbf", "rate", rate,
+                  "burst", _burst(rate), "latency", LINK_QUEUE])
+
+  def rate(self):
+    """The rate set_rate gave this host's eth0 ("100Mbit"), or None."""
+    out = _sh(["tc", "-n", self.netns, "qdisc", "show", "dev", INTERFACE],
+              check=False).stdout.split()
+    return out[out.index("rate") + 1] if "tbf" in out and "rate" in out \
+        else None
+
+  def pin(self, cores):
+    """Gives the host CPU cores of its own (a list of core ids; None: all):
+    commands run in it, and every ssh session through its sshd, which
+    passes its CPU affinity on, run on those cores only. Hosts on one
+    machine otherwise share all its cores, which no cluster does."""
+    self.cores = None if cores is None else sorted(cores)
+    pid = _read_pid(os.path.join(self.dir, "sshd.pid"))
+    if pid:
+      os.sched_setaffinity(pid, self.cores or range(os.cpu_count()))
 
   def bind(self, source, target):
     """Mounts `source` over `target` on this host only: a node whose disk
@@ -252,7 +285,8 @@ class Cluster:
 
   slot: which bridge, subnet (198.18.<slot>.0/24) and state directory;
   None takes the first free one from 1 on and holds it with a lock.
-  link: each host's send rate, e.g. "100mbit" (Host.set_rate); None: none.
+  link: each host's link rate, both ways, e.g. "100mbit" (Host.set_rate);
+  None: no limit.
   """
 
   def __init__(self, hosts=2, slot=None, link=None):
@@ -268,7 +302,7 @@ class Cluster:
     self.bridge = "{}{}-br".format(PREFIX, slot)
     self.ssh_dir = os.path.join(self.dir, "ssh")
     self.hosts = [Host(self, i) for i in range(1, hosts + 1)]
-    self.link = link     # each host's send rate (Host.set_rate), or None
+    self.link = link     # each host's link rate (Host.set_rate), or None
 
   def __enter__(self):
     self.up()
@@ -450,6 +484,25 @@ def _free_slot():
   raise HarnessError("all {} test-host slots are in use".format(MAX_SLOT))
 
 
+def rate_mbit(rate):
+  """tc's rate ("100mbit", "1gbit", "500kbit") in Mbit/s."""
+  for unit, scale in (("kbit", 1e-3), ("mbit", 1.0), ("gbit", 1e3),
+                      ("bit", 1e-6)):
+    if rate.lower().endswith(unit):
+      try:
+        return float(rate[:-len(unit)]) * scale
+      except ValueError:
+        break
+  raise ValueError("expected a rate like 100mbit or 1gbit, got " + rate)
+
+
+def _burst(rate):
+  """tbf's bucket for `rate` in bytes (LINK_BURST_*; tbf splits larger GSO
+  segments itself)."""
+  seconds_worth = rate_mbit(rate) * 1e6 / 8 * LINK_BURST_SECONDS
+  return "{}b".format(int(max(LINK_BURST_BYTES, seconds_worth)))
+
+
 def _job_env(env):
   """os.environ plus `env`, with this Python's bin directory first on PATH."""
   merged = dict(os.environ, **(env or {}))
@@ -509,6 +562,13 @@ def _wait_until(predicate, timeout, what):
     time.sleep(0.05)
 
 
+def attach(slot=0):
+  """A Cluster object for the hosts `up` made earlier in `slot` (to use them
+  from another process, e.g. tools/linkcheck.py); None when none are up."""
+  hosts = _count_hosts(slot)
+  return _attach(slot, hosts) if hosts else None
+
+
 def _attach(slot, hosts):
   """A Cluster object for hosts that `up` made earlier (for status/enter)."""
   cluster = Cluster(hosts=hosts, slot=slot)
@@ -527,15 +587,22 @@ def _count_hosts(slot):
 def main(argv=None):
   parser = argparse.ArgumentParser(
       prog="testhosts", description=__doc__.splitlines()[0])
-  parser.add_argument("command", choices=("up", "down", "status"))
+  parser.add_argument("command", choices=("up", "down", "status", "link"))
   parser.add_argument("--hosts", type=int, default=2, help="hosts for `up`")
   parser.add_argument("--slot", type=int, default=0,
                       help="which cluster (0: the one for people)")
   parser.add_argument("--link", default=None,
-                      help="`up`: each host's send rate, e.g. 100mbit")
+                      help="`up`, `link`: each host's link rate both ways, "
+                      "e.g. 100mbit (`link` without it: no limit; check it "
+                      "with tools/linkcheck.py)")
   parser.add_argument("--all", action="store_true",
                       help="`down`: every slot, the tests' ones included")
   args = parser.parse_args(argv)
+  if args.link:
+    try:
+      rate_mbit(args.link)
+    except ValueError as e:
+      parser.error("--link: {}".format(e))
   try:
     if args.command == "up":
       cluster = Cluster(hosts=args.hosts, slot=args.slot,
@@ -551,6 +618,14 @@ def main(argv=None):
             "python -m legacy_hvd.train --batch_size=64".format(
                 2 * len(cluster.hosts), names, INTERFACE))
       print("  down:       python tools/testhosts.py down")
+    elif args.command == "link":
+      cluster = attach(args.slot)
+      if cluster is None:
+        raise HarnessError("no test hosts in slot {}".format(args.slot))
+      for host in cluster.hosts:
+        host.set_rate(args.link)
+      print("testhosts: slot {}: every link {}".format(
+          args.slot, args.link or "unlimited"))
     elif args.command == "down":
       for slot in (slots_in_use() if args.all else [args.slot]):
         teardown(slot)
@@ -563,10 +638,11 @@ def main(argv=None):
         cluster = _attach(slot, _count_hosts(slot))
         for host in cluster.hosts:
           sshd = _read_pid(os.path.join(host.dir, "sshd.pid"))
-          print("slot {} {} {} anchor {} sshd {} processes {}".format(
+          print("slot {} {} {} anchor {} sshd {} processes {} link {}".format(
               slot, host.name, host.address,
               "up" if _alive(host.anchor) else "down",
-              "up" if _alive(sshd) else "down", len(host.pids())))
+              "up" if _alive(sshd) else "down", len(host.pids()),
+              host.rate() or "unlimited"))
   except HarnessError as e:
     print("testhosts: error: {}".format(e), file=sys.stderr)
     return 1

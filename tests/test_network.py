@@ -1,0 +1,129 @@
+"""What the network does to the job: the emulated link measured, the job
+across two hosts over a slow link, and the scaling model's formulas."""
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from tools import hostbench
+from tools import linkcheck
+from tools import scaling_model as sm
+
+SLOW = "20mbit"      # slow enough that the allreduce dominates a step
+
+
+@pytest.fixture
+def slow_link(test_hosts):
+  """lh1 and lh2 on links of SLOW both ways; unlimited again afterwards."""
+  hosts = test_hosts.hosts[:2]
+  try:
+    for host in hosts:
+      host.set_rate(SLOW)
+    yield hosts
+  finally:
+    for host in hosts:
+      host.set_rate(None)
+
+
+def test_link_check_measures_the_configured_rate_both_ways(slow_link):
+  lh1, lh2 = slow_link
+  assert lh1.rate() == "20Mbit"
+  result = linkcheck.measure(lh1, lh2, seconds=1.5)
+  ceiling = 20 * linkcheck.PAYLOAD_SHARE
+  # Generous: the machine is shared; what matters is that the limit holds
+  # both ways (unlimited, the same socket moves thousands of Mbit/s).
+  assert 0.7 * ceiling < result["send_mbit"] < 1.1 * ceiling, result
+  assert 0.7 * ceiling < result["receive_mbit"] < 1.1 * ceiling, result
+  assert 0 < result["rtt_ms"] < 5, result
+
+
+def test_two_hosts_over_a_slow_link_spend_the_step_on_the_wire(
+    test_hosts, slow_link, tmp_path):
+  args = argparse.Namespace(warmup=5, steps=15, repo=hostbench.REPO)
+  result = hostbench.run_case(test_hosts, "2x1", args, str(tmp_path))
+  assert result is not None, "the job did not finish in time"
+  # One ring allreduce of the gradients per step: each host sends all of
+  # their bytes once (2 (P-1)/P with P=2) at 20 Mbit/s, about 140 ms.
+  inputs = sm.Inputs(compute_ms=0.0, overhead_ms=0.0,
+                     rounds=sm.fused_rounds(), unfused_rounds=None)
+  wire = sm.comm_ms(inputs, 2, 1, sm.Setting(20, 0.0))
+  assert 120 < wire < 160
+  assert 0.8 * wire < result["comm_ms"] < 1.6 * wire, result
+  # Most of the step is the wire (the rest includes Horovod's negotiation,
+  # whose messages queue behind the gradients on the same slow link).
+  assert result["step_ms"] > result["comm_ms"] > result["compute_ms"], \
+      result
+
+
+def test_gradient_bytes_are_the_models_float32_parameters():
+  sizes = sm.gradient_bytes()
+  assert sizes["dense/weights"] == 4 * 16 * 16 * 32 * 10
+  assert sum(sm.fused_rounds()[i][0] for i in range(2)) == sum(
+      sizes.values())
+  assert len(sm.unfused_rounds()) == len(sizes) + 1   # and the stop flag
+
+
+def test_ring_allreduce_time_by_hand():
+  # 1,000,000 bytes over 4 ranks at 8 Mbit/s of payload: 2 * 3/4 of the
+  # bytes at 1 MB/s = 1.5 s, plus 6 one-way latencies of 1 ms.
+  mbit = 8 / sm.PAYLOAD_SHARE
+  assert sm.ring_ms(1e6, 4, mbit, 1.0) == pytest.approx(1500 + 6)
+  assert sm.ring_ms(1e6, 1, mbit, 1.0) == 0
+  # Bandwidth term bounded by 2 x bytes; latency term grows with ranks.
+  assert sm.ring_ms(1e6, 256, mbit, 0.0) < 2000
+  assert sm.ring_ms(0.0, 256, mbit, 1.0) == 0   # nothing to send
+
+
+def test_knobs_change_the_terms_they_should():
+  inputs = sm.Inputs(compute_ms=10.0, overhead_ms=1.0,
+                     rounds=[(1e6, 0)], unfused_rounds=[(5e5, 0), (5e5, 0)],
+                     fp16_ms=0.25)
+  base = sm.Setting(link_mbit=100, latency_ms=0.5)
+  comm = sm.comm_ms(inputs, 8, 1, base)
+  fp16 = sm.comm_ms(inputs, 8, 1, base._replace(fp16=True))
+  wire = sm.ring_ms(1e6, 8, 100, 0)
+  assert comm - fp16 == pytest.approx(wire / 2 - 0.25)
+  # No fusion: one more round's overhead and latencies, the same bytes.
+  assert sm.comm_ms(inputs, 8, 1, base._replace(fusion=False)) == \
+      pytest.approx(comm + 1.0 + 14 * 0.5)
+  # A 11 ms cycle: the step's first gradients wait 5 ms more, once.
+  assert sm.comm_ms(inputs, 8, 1, base._replace(cycle_ms=11.0,
+                                                fusion=False)) == \
+      pytest.approx(comm + 1.0 + 14 * 0.5 + 5.0)
+  assert sm.step_ms(inputs, 8, 1, base._replace(accumulate=2)) == \
+      pytest.approx(10 + comm / 2)
+  # Hierarchical: the ring over 4 hosts instead of 16 ranks.
+  assert sm.comm_ms(inputs, 4, 4, base._replace(hierarchical=True)) == \
+      pytest.approx(1.0 + sm.ring_ms(1e6, 4, 100, 0.5))
+  # One host: no wire, only Horovod's own cost.
+  assert sm.comm_ms(inputs, 1, 4, base) == 1.0
+
+
+def test_efficiency_falls_with_hosts_and_rises_with_bandwidth():
+  inputs = sm.Inputs(compute_ms=9.0, overhead_ms=1.8,
+                     rounds=sm.fused_rounds(), unfused_rounds=None)
+  slow, fast = sm.Setting(100, 0.0125), sm.Setting(1000, 0.0125)
+  hosts = sm.hosts_axis(256)
+  assert hosts[0] == 1 and hosts[-1] == 256
+  slow_curve = [sm.efficiency(inputs, n, 1, slow) for n in hosts]
+  assert slow_curve[0] == 1.0
+  assert all(a >= b for a, b in zip(slow_curve, slow_curve[1:]))
+  assert all(sm.efficiency(inputs, n, 1, fast) > e
+             for n, e in zip(hosts[1:], slow_curve[1:]))
+  # The emulated hosts: one core each, round robin over the machine's.
+  assert sm.emulated_share(2, 1, 2) == 1
+  assert sm.emulated_share(4, 1, 2) == 2
+  assert sm.emulated_share(3, 2, 2) == 4
+
+
+def test_a_bad_link_rate_is_one_line(tmp_path):
+  process = subprocess.run(
+      [sys.executable, hostbench.__file__, "--out", str(tmp_path),
+       "--links", "fast"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      universal_newlines=True, timeout=120)
+  assert process.returncode == 2
+  assert process.stderr.splitlines()[-1] == (
+      "hostbench: error: --links: expected a rate like 100mbit or 1gbit, "
+      "got fast")
+  assert "Traceback" not in process.stderr

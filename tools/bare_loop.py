@@ -1,0 +1,67 @@
+"""The limit: the trainer's graph in a bare `session.run` loop, no Horovod.
+
+    python tools/bare_loop.py --max_steps=300 --step_log=F [--data_dir=D]
+        [--batch_size=64] [--seed=1234]
+
+The same model (legacy_hvd/model.py), optimizer (Adam, lr 0.001) and data as
+`legacy_hvd.train` at np=1, fed by the simplest pipeline a user would write
+(`from_tensor_slices -> shuffle -> repeat -> batch -> normalize -> prefetch`)
+and run by `while step < max_steps: session.run(train_op)` in a default
+`tf.Session`: no hooks, no MonitoredTrainingSession, no checkpoints, no
+summaries, no Horovod. tools/benchmark.py runs it as the `bare` case and
+reports every other case as a fraction of it. Writes the same step log as
+the trainers (one JSON line per step: step, time) and nothing else.
+"""
+import argparse
+import json
+import time
+
+import tensorflow.compat.v1 as tf
+
+from legacy_hvd import model
+from legacy_hvd import optimizers
+from legacy_hvd.data import cifar10
+from legacy_hvd.data import pipeline
+
+BASE_LR = 0.001   # the trainer's default --lr, scaled by 1 worker
+
+
+def parse_args(argv):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--max_steps", type=int, required=True)
+  parser.add_argument("--step_log", required=True)
+  parser.add_argument("--data_dir")
+  parser.add_argument("--batch_size", type=int, default=64)
+  parser.add_argument("--seed", type=int, default=1234)
+  return parser.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  tf.disable_v2_behavior()
+  data = cifar10.load(args.data_dir)
+  images = tf.placeholder(tf.uint8, data.train_images.shape)
+  labels = tf.placeholder(tf.int32, data.train_labels.shape)
+  dataset = (tf.data.Dataset.from_tensor_slices((images, labels))
+             .shuffle(len(data.train_labels), seed=args.seed).repeat()
+             .batch(args.batch_size, drop_remainder=True)
+             .map(lambda x, y: (pipeline.normalize(x), y))
+             .prefetch(1))
+  iterator = tf.data.make_initializable_iterator(dataset)
+  batch_images, batch_labels = iterator.get_next()
+  global_step = tf.train.get_or_create_global_step()
+  params = model.create_variables(args.seed)
+  loss, _ = model.loss_and_accuracy(model.forward(batch_images, params),
+                                    batch_labels)
+  train_op = optimizers.v1("adam", BASE_LR).minimize(loss, global_step)
+  with tf.Session() as session, open(args.step_log, "w") as log:
+    session.run(tf.global_variables_initializer())
+    session.run(iterator.initializer, {images: data.train_images,
+                                       labels: data.train_labels})
+    for step in range(1, args.max_steps + 1):
+      session.run(train_op)
+      log.write(json.dumps({"step": step, "time": time.time()}) + "\n")
+
+
+if __name__ == "__main__":
+  main()
