@@ -19,6 +19,7 @@ from flags import define_trainer_flags
 from legacy_hvd import checkpoints
 from legacy_hvd import cli
 from legacy_hvd import evaluation
+from legacy_hvd import faults
 from legacy_hvd import hooks
 from legacy_hvd import model
 from legacy_hvd import no_horovod
@@ -219,8 +220,8 @@ def main(argv):
   startup.check_on_rank0(rank, model_dir_checks, tf_config, hvd.broadcast)
   roster = gather_roster(rank, tf_config)
   watch = peers.LossWatch(
-      roster, lambda lost: report_lost_peers(roster, lost, rank,
-                                             config.model_dir),
+      roster, lambda lost: faults.report_lost_peers(roster, lost, rank,
+                                                    config.model_dir),
       cli.LOST_PEER, cli.REPORTER_HEAD_START, stand_down=cli.exiting)
   if size > 1:
     watch.start()
@@ -240,7 +241,8 @@ def main(argv):
     if rank == 0:
       logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
                    "current: run the same command to resume",
-                   stop_signals.requested, _latest_step(config.model_dir),
+                   stop_signals.requested,
+                   faults.latest_step(config.model_dir),
                    config.model_dir)
     sys.exit(StopSignals.exit_code(stop_signals.requested))
   if rank == 0:
@@ -265,35 +267,10 @@ def log_world(config, data, size, roster):
                     config.max_steps)
   logging.info("%s", world.describe(now))
   change = world.changes_since(now, world.read_previous(config.model_dir),
-                               _latest_step(config.model_dir))
+                               faults.latest_step(config.model_dir))
   if change:
     logging.warning("%s", change)
   world.write(config.model_dir, now, results.write_json)
-
-
-def report_lost_peers(roster, lost, rank, model_dir):
-  """The first surviving rank: one line naming the lost host(s), rank 0's
-  last checkpoint and how to resume (peers.LossWatch then ends the rank)."""
-  remaining = ",".join(
-      f"{host}:{len([r for r in ranks if r not in lost])}"
-      for host, ranks in roster.hosts().items()
-      if any(r not in lost for r in ranks))
-  if rank == 0:
-    step = _latest_step(model_dir)
-    saved = (f"rank 0's last checkpoint is step {step} in {model_dir}"
-             if step else "rank 0 has saved no checkpoint yet")
-  else:
-    saved = (f"rank 0's last checkpoint is in {model_dir} on "
-             f"{roster.ranks[0][0]}")
-  print(cli.error_line(
-      f"lost {roster.describe(lost)}; the job stops. {saved}; relaunch on "
-      f"the remaining hosts (-H {remaining}) to resume"), file=sys.stderr,
-        flush=True)
-
-
-def _latest_step(model_dir):
-  path = tf.train.latest_checkpoint(model_dir)
-  return int(path.rsplit("-", 1)[1]) if path else 0
 
 
 def run():
