@@ -4,7 +4,8 @@
     job = launch(cluster, "-H", "lh1:2,lh2:2", model_dir=..., log=path)
     process = run(cluster, "-H", "lh1:2,lh2:2", model_dir=...)   # waits
 
-Every job runs `horovodrun -np N ... python -m legacy_hvd.train` inside lh1
+Every job runs `horovodrun -np N ... python -m legacy_hvd.train` (or another
+entry point: `module`) inside lh1
 (the launcher must run on a host: see tools/testhosts.py), with this
 test's Python on every host, and its output in a file the test reads.
 """
@@ -36,21 +37,22 @@ def put_data(cluster, names, subdir=DATA):
   return os.path.join(cluster.scratch, subdir, "cifar-10-batches-bin")
 
 
-def job_argv(np, hosts_args, model_dir, args, interface="eth0"):
+def job_argv(np, hosts_args, model_dir, args, interface="eth0",
+             module="legacy_hvd.train"):
   # Gloo, also where Horovod has MPI built in (whose horovodrun would pick
   # mpirun): test_hosts_mpi.py runs mpirun itself.
   argv = ["horovodrun", "--gloo", "-np", str(np), *hosts_args]
   if interface:
     argv += ["--network-interface", interface]
-  return argv + [sys.executable, "-m", "legacy_hvd.train",
+  return argv + [sys.executable, "-m", module,
                  "--model_dir={}".format(model_dir), *args]
 
 
 def launch(cluster, np, hosts_args, model_dir, args, log, env=None,
-           interface="eth0"):
+           interface="eth0", module="legacy_hvd.train"):
   """Starts the job on lh1 in the background; output to the open file `log`."""
   return cluster.hosts[0].popen(
-      job_argv(np, hosts_args, model_dir, args, interface), env=env,
+      job_argv(np, hosts_args, model_dir, args, interface, module), env=env,
       stdout=log, stderr=subprocess.STDOUT)
 
 

@@ -40,13 +40,16 @@ def checkpoint_step(model_dir):
 
 def assert_checkpoint_intact(model_dir):
   reader = tf.train.load_checkpoint(latest_checkpoint(model_dir))
+  dtypes = reader.get_variable_to_dtype_map()
   for name in reader.get_variable_to_shape_map():
-    assert np.all(np.isfinite(reader.get_tensor(name)))
+    if dtypes[name].is_floating:   # (TF2 checkpoints also hold a string)
+      assert np.all(np.isfinite(reader.get_tensor(name)))
 
 
 def lose_host_mid_run(test_hosts, data_dir, tmp_path, name, fault, bound,
-                      env=None):
-  """Runs 2 x 2 ranks, applies fault(lh2) after a checkpoint; returns
+                      env=None, module="legacy_hvd.train"):
+  """Runs 2 x 2 ranks of `module`, applies fault(lh2) after a checkpoint;
+  returns
   (seconds from the fault to the launcher's exit, exit code, output,
   model_dir as the test sees it)."""
   lh1 = test_hosts.hosts[0]
@@ -57,7 +60,8 @@ def lose_host_mid_run(test_hosts, data_dir, tmp_path, name, fault, bound,
     job = hostjobs.launch(
         test_hosts, 4, ["-H", "lh1:2,lh2:2"], model_dir,
         ["--data_dir=" + data_dir, "--max_steps=100000",
-         "--save_checkpoints_steps=20", "--log_every_n_steps=10"], log, env=env)
+         "--save_checkpoints_steps=20", "--log_every_n_steps=10"], log, env=env,
+        module=module)
     try:
       wait_for(lambda: (checkpoint_step(outside) or 0) >= 20, 240,
                         "a checkpoint at step 20")
@@ -126,3 +130,25 @@ def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,
                       GLOO_TIMEOUT + PROBE_AND_EXIT, "lh2's ranks to end")
   finally:
     lh2.link(True)
+
+
+@pytest.mark.parametrize("module", ["legacy_hvd.train_tf2",
+                                    "legacy_hvd.train_keras"])
+def test_tf2_variants_name_a_killed_host(test_hosts, data_dir, tmp_path,
+                                         module):
+  # The same lost-host line as the TF1 job's (legacy_hvd/faults.py).
+  lh1 = test_hosts.hosts[0]
+  name = module.rsplit(".", 1)[1]
+  seconds, code, output, model_dir = lose_host_mid_run(
+      test_hosts, data_dir, tmp_path, name,
+      lambda host: host.kill(module), bound=60, module=module)
+  print("{}: launcher exited {:.1f} s after the kill".format(name, seconds))
+  assert code != 0
+  errors = hostjobs.error_lines(output)
+  assert len(errors) == 1, output[-6000:]
+  assert ("error: on lh1: lost host lh2 (ranks 2, 3: processes ended)"
+          in errors[0]), errors[0]
+  assert "relaunch on the remaining hosts (-H lh1:2)" in errors[0]
+  assert "]<stderr>:Traceback" not in output
+  assert checkpoint_step(lh1.path(model_dir)) >= 20
+  assert_checkpoint_intact(lh1.path(model_dir))
