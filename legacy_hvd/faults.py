@@ -1,4 +1,5 @@
-"""The TF1 job's fault handling, for the eager TF2 variants (loop and fit).
+"""The TF1 job's fault handling, for the eager TF2 variants (loop and fit);
+legacy_hvd.train shares the gradient check, its line and the lost-host line.
 
     faults.check_model_dir_on_rank0(rank, model_dir)   # after hvd.init()
     watch = faults.watch_lost_hosts(rank, size, model_dir)
@@ -72,14 +73,19 @@ def checked(gradient):
   return tf.debugging.check_numerics(gradient, NON_FINITE_GRADIENT)
 
 
+def fail_diverged(progress):
+  """The one line when checked() stopped a step (every rank in the same)."""
+  cli.fail(f"training diverged at step {progress.last_step + 1}: the "
+           "averaged gradients hold NaN or Inf (last loss "
+           f"{progress.last_values.get('loss')}); stopped before "
+           "applying them, the last checkpoint is untouched")
+
+
 def end_on_error(error, progress, size, watch):
   """After a failed step: the divergence line, or the lost host's line
   (peers.LossWatch ends the rank), else re-raises `error`."""
   if NON_FINITE_GRADIENT in getattr(error, "message", ""):
-    cli.fail(f"training diverged at step {progress.last_step + 1}: the "
-             "averaged gradients hold NaN or Inf (last loss "
-             f"{progress.last_values.get('loss')}); stopped before "
-             "applying them, the last checkpoint is untouched")
+    fail_diverged(progress)
   # Horovod: a failed collective ends every rank; if a host was lost, the
   # first surviving rank names it in one line.
   if size == 1 or not watch.check():

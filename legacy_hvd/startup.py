@@ -51,12 +51,7 @@ def check_on_rank0(rank, checks, tf_config, broadcast=hvd.broadcast):
   exit non-zero together instead of the others waiting in a collective.
   `broadcast` is Horovod's, or no_horovod's for a run without it.
   """
-  problem = None
-  if rank == 0:
-    try:
-      checks()
-    except cli.UserError as e:
-      problem = str(e)
+  problem = _problem_on_rank0(rank, checks)
   # The process's first session sizes TF's global inter-op thread pool for
   # all later ones: it gets the training session's settings.
   with tf.Graph().as_default(), tf.Session(config=tf_config) as session:
@@ -69,15 +64,20 @@ def check_on_rank0(rank, checks, tf_config, broadcast=hvd.broadcast):
 def check_on_rank0_eagerly(rank, checks, broadcast=hvd.broadcast):
   """check_on_rank0 for the eager TF2 variants (the loop and Keras fit):
   the same verdict, shared by one eager broadcast instead of a session."""
-  problem = None
+  problem = _problem_on_rank0(rank, checks)
+  # Horovod: rank 0 tells every rank whether its checks passed.
+  failed = int(broadcast(tf.constant(int(problem is not None)), root_rank=0))
+  _end_if_failed(rank, failed, problem)
+
+
+def _problem_on_rank0(rank, checks):
+  """Rank 0: the line of the cli.UserError `checks()` raised, or None."""
   if rank == 0:
     try:
       checks()
     except cli.UserError as e:
-      problem = str(e)
-  # Horovod: rank 0 tells every rank whether its checks passed.
-  failed = int(broadcast(tf.constant(int(problem is not None)), root_rank=0))
-  _end_if_failed(rank, failed, problem)
+      return str(e)
+  return None
 
 
 def _end_if_failed(rank, failed, problem):

@@ -36,8 +36,6 @@ from legacy_hvd.progress import StepLog
 from legacy_hvd.data import pipeline
 from legacy_hvd.signals import StopSignals
 
-NON_FINITE_GRADIENT = "non-finite averaged gradient"
-
 
 def session_config(placement, local_rank):
   session = tf.ConfigProto()
@@ -97,8 +95,8 @@ def train(config, data, rank, size, tf_config, stop_signals):
   # The averaged gradients are the same on every rank: checking them stops
   # all ranks in the same step, before a NaN or Inf reaches the weights.
   train_op = optimizer.apply_gradients(
-      [(tf.debugging.check_numerics(g, NON_FINITE_GRADIENT), v)
-       for g, v in grads_and_vars], global_step=global_step)
+      [(faults.checked(g), v) for g, v in grads_and_vars],
+      global_step=global_step)
   with tf.control_dependencies([train_op]):
     # The step this run ended at; a plain read might see it before or after
     # the increment.
@@ -172,12 +170,9 @@ def train(config, data, rank, size, tf_config, stop_signals):
       try:
         session.run(step_after)
       except tf.errors.InvalidArgumentError as e:
-        if NON_FINITE_GRADIENT not in e.message:
+        if faults.NON_FINITE_GRADIENT not in e.message:
           raise
-        cli.fail(f"training diverged at step {progress.last_step + 1}: the "
-                 "averaged gradients hold NaN or Inf (last loss "
-                 f"{progress.last_values.get('loss')}); stopped before "
-                 "applying them, the last checkpoint is untouched")
+        faults.fail_diverged(progress)
   step_log.close()
   if stop.stopped:
     return None

@@ -1,4 +1,9 @@
-"""Faults with real horovodrun jobs and real signals: nothing hangs or is lost."""
+"""Faults with real horovodrun jobs and real signals: nothing hangs or is lost.
+
+The TF1 job's fault tests run against both TF2 variants too (the tf.function
+loop, legacy_hvd.train_tf2, and Keras fit, legacy_hvd.train_keras): the same
+behaviour and messages."""
+import collections
 import json
 import os
 import re
@@ -21,10 +26,30 @@ def error_lines(process):
           if ": error: " in l]
 
 
-def launch(np, model_dir, log, *args):
+class Trainer(collections.namedtuple(
+    "Trainer", "module checkpoint weights path")):
+  """An entry point and what its checkpoints and results.json call things."""
+
+  def __str__(self):
+    return self.module.rsplit(".", 1)[1]
+
+
+# The TF1 job and its two TF2 variants get the same fault tests. TF1
+# checkpoints are name-based, TF2 ones object-based.
+TF2_WEIGHTS = [f"{name}/.ATTRIBUTES/VARIABLE_VALUE"
+               for name in ("conv1_weights", "dense_weights")]
+TRAINERS = [
+    Trainer("legacy_hvd.train", "model.ckpt",
+            ["conv1/weights", "dense/weights"], "tf1"),
+    Trainer("legacy_hvd.train_tf2", "ckpt", TF2_WEIGHTS, "tf2"),
+    Trainer("legacy_hvd.train_keras", "ckpt", TF2_WEIGHTS, "keras-fit"),
+]
+
+
+def launch(np, model_dir, log, *args, module="legacy_hvd.train"):
   """Starts horovodrun in the background, its output going to `log`."""
   argv = ["horovodrun", "-np", str(np), "-H", f"localhost:{np}", sys.executable,
-          "-m", "legacy_hvd.train", f"--model_dir={model_dir}",
+          "-m", module, f"--model_dir={model_dir}",
           "--log_every_n_steps=10", *args]
   return subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
@@ -78,13 +103,14 @@ def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,
   assert results["weights_in_sync"]
 
 
-def test_sigterm_saves_a_checkpoint_at_the_current_step(tmp_path,
+@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+def test_sigterm_saves_a_checkpoint_at_the_current_step(tmp_path, trainer,
                                                         isolated_cache):
   model_dir = tmp_path / "model"
   log_path = tmp_path / "job.log"
   with open(log_path, "w") as log:
     job = launch(2, model_dir, log, "--max_steps=5000",
-                 "--save_checkpoints_steps=100000")
+                 "--save_checkpoints_steps=100000", module=trainer.module)
     wait_for(lambda: "step 60:" in log_path.read_text(), 180, "step 60")
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=PROMPT_EXIT_SECONDS)
@@ -96,49 +122,63 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step(tmp_path,
   # Saved where the ranks stopped, far from any periodic checkpoint.
   assert step >= 60 and checkpoint_step(model_dir) == step
   assert not (model_dir / "results.json").exists()
+  assert "]<stderr>:Traceback" not in output
 
-  resumed = horovodrun(2, "legacy_hvd.train",
-                       [f"--model_dir={model_dir}", f"--max_steps={step + 10}"])
+  resumed = horovodrun(2, trainer.module, [f"--model_dir={model_dir}",
+                                           f"--max_steps={step + 10}"])
   assert_ok(resumed)
-  assert read_results(model_dir)["start_step"] == step
+  results = read_results(model_dir)
+  assert results["start_step"] == step and results["weights_in_sync"]
 
 
-def test_nan_loss_stops_naming_the_step_and_keeps_good_checkpoint(
-    tmp_path, isolated_cache):
+@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+def test_nan_stops_naming_the_step_and_keeps_good_checkpoint(
+    tmp_path, trainer, isolated_cache):
   model_dir = tmp_path / "model"
-  process = horovodrun(2, "legacy_hvd.train",
+  process = horovodrun(2, trainer.module,
                        [f"--model_dir={model_dir}", "--optimizer=sgd",
                         "--lr=1e12", "--max_steps=200",
-                        "--save_checkpoints_steps=1"], timeout=120)
+                        "--save_checkpoints_steps=1"], timeout=150)
   assert process.returncode != 0
   errors = error_lines(process)
   assert len(errors) == 1, process.stdout + process.stderr
-  diverged = re.search(r"training diverged at step (\d+)", errors[0])
+  diverged = re.search(r"training diverged at step (\d+): the averaged "
+                       r"gradients hold NaN or Inf", errors[0])
   assert diverged, errors[0]
   step = int(diverged.group(1))
   # Every checkpoint up to the step before holds finite weights only.
   assert checkpoint_step(model_dir) == step - 1
   reader = tf.train.load_checkpoint(str(model_dir))
-  for name in ("conv1/weights", "dense/weights"):
+  for name in trainer.weights:
     assert np.all(np.isfinite(reader.get_tensor(name)))
   assert "]<stderr>:Traceback" not in process.stdout + process.stderr
 
 
-def test_damaged_latest_checkpoint_falls_back_to_the_previous(
-    tmp_path, isolated_cache):
+@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+def test_damaged_latest_checkpoint_falls_back_and_resumes(
+    tmp_path, trainer, isolated_cache):
   model_dir = tmp_path / "model"
-  args = [f"--model_dir={model_dir}", "--save_checkpoints_steps=20"]
-  assert_ok(horovodrun(2, "legacy_hvd.train", args + ["--max_steps=40"]))
-  data_file = model_dir / "model.ckpt-40.data-00000-of-00001"
+  args = [f"--model_dir={model_dir}", "--save_checkpoints_steps=20",
+          "--log_every_n_steps=10"]
+  assert_ok(horovodrun(2, trainer.module, args + ["--max_steps=40"]))
+  first = read_results(model_dir)
+  assert first["steps"] == 40 and first["weights_in_sync"]
+  data_file = model_dir / f"{trainer.checkpoint}-40.data-00000-of-00001"
   raw = bytearray(data_file.read_bytes())
   raw[len(raw) // 2:len(raw) // 2 + 64] = b"\xff" * 64
   data_file.write_bytes(bytes(raw))
 
-  process = horovodrun(2, "legacy_hvd.train", args + ["--max_steps=60"])
+  process = horovodrun(2, trainer.module, args + ["--max_steps=60"])
   assert_ok(process)
-  output = process.stdout + process.stderr
-  assert "model.ckpt-40 is damaged" in output
-  assert read_results(model_dir)["start_step"] == 20
+  assert (f"{trainer.checkpoint}-40 is damaged"
+          in process.stdout + process.stderr)
+  results = read_results(model_dir)
+  assert results["start_step"] == 20 and results["steps"] == 60
+  assert results["weights_in_sync"] and results["path"] == trainer.path
+  # TensorBoard logs on rank 0 (Keras's callback writes under train/).
+  events = [name for _, _, names in os.walk(model_dir) for name in names
+            if name.startswith("events.out.tfevents")]
+  assert events
 
 
 def test_checkpoint_of_another_model_is_one_line(tmp_path):
@@ -161,21 +201,24 @@ def test_checkpoint_of_another_model_is_one_line(tmp_path):
   assert sorted(os.listdir(model_dir)) == before
 
 
+@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
 @pytest.mark.parametrize("model_dir, expected", [
     ("{tmp}/file", "is a file; expected a directory"),
     ("{tmp}/file/sub", "is a file; expected a directory"),
     ("/sys/legacy_hvd_test_model", "not writable"),
 ])
-def test_unusable_model_dir_is_one_line(tmp_path, model_dir, expected):
+def test_unusable_model_dir_is_one_line(tmp_path, trainer, model_dir,
+                                        expected):
   (tmp_path / "file").write_text("not a directory")
   model_dir = model_dir.format(tmp=tmp_path)
-  process = horovodrun(2, "legacy_hvd.train", [f"--model_dir={model_dir}"],
-                       timeout=PROMPT_EXIT_SECONDS + 30)
+  process = horovodrun(2, trainer.module, [f"--model_dir={model_dir}"],
+                       timeout=PROMPT_EXIT_SECONDS + 60)
   assert process.returncode != 0
   errors = error_lines(process)
   assert len(errors) == 1 and f"--model_dir={model_dir}" in errors[0]
   assert expected in errors[0]
   assert "]<stderr>:Traceback" not in process.stdout + process.stderr
+  assert not os.path.exists(model_dir) or os.path.isfile(model_dir)
 
 
 def test_unknown_flag_is_one_line(tmp_path):

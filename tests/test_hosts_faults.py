@@ -46,6 +46,20 @@ def assert_checkpoint_intact(model_dir):
       assert np.all(np.isfinite(reader.get_tensor(name)))
 
 
+def assert_lost_host_named(code, output, how, model_dir):
+  """One error line naming lh2 and the relaunch, no rank's traceback, and
+  rank 0's checkpoint (step >= 20) intact in `model_dir`."""
+  assert code != 0
+  errors = hostjobs.error_lines(output)
+  assert len(errors) == 1, output[-6000:]
+  assert ("error: on lh1: lost host lh2 (ranks 2, 3: {})".format(how)
+          in errors[0]), errors[0]
+  assert "relaunch on the remaining hosts (-H lh1:2)" in errors[0]
+  assert "]<stderr>:Traceback" not in output
+  assert checkpoint_step(model_dir) >= 20
+  assert_checkpoint_intact(model_dir)
+
+
 def lose_host_mid_run(test_hosts, data_dir, tmp_path, name, fault, bound,
                       env=None, module="legacy_hvd.train"):
   """Runs 2 x 2 ranks of `module`, applies fault(lh2) after a checkpoint;
@@ -83,16 +97,9 @@ def test_killed_host_is_named_and_relaunch_resumes(test_hosts, data_dir,
       test_hosts, data_dir, tmp_path, "killed",
       lambda host: host.kill("legacy_hvd.train"), bound=60)
   print("killed host: launcher exited {:.1f} s after the kill".format(seconds))
-  assert code != 0
-  errors = hostjobs.error_lines(output)
-  assert len(errors) == 1, output[-6000:]
-  assert ("error: on lh1: lost host lh2 (ranks 2, 3: processes ended)"
-          in errors[0]), errors[0]
-  assert "relaunch on the remaining hosts (-H lh1:2)" in errors[0]
-  assert "]<stderr>:Traceback" not in output
+  assert_lost_host_named(code, output, "processes ended",
+                         lh1.path(model_dir))
   saved = checkpoint_step(lh1.path(model_dir))
-  assert saved >= 20
-  assert_checkpoint_intact(lh1.path(model_dir))
 
   code, output = hostjobs.run(
       test_hosts, 2, ["-H", "lh1:2"], model_dir,
@@ -117,14 +124,8 @@ def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,
         lambda host: host.link(False), bound=GLOO_TIMEOUT + PROBE_AND_EXIT,
         env={"HOROVOD_GLOO_TIMEOUT_SECONDS": str(GLOO_TIMEOUT)})
     print("cut link: launcher exited {:.1f} s after the cut".format(seconds))
-    assert code != 0
-    errors = hostjobs.error_lines(output)
-    assert len(errors) == 1, output[-6000:]
-    assert ("error: on lh1: lost host lh2 (ranks 2, 3: host unreachable)"
-            in errors[0]), errors[0]
-    assert "]<stderr>:Traceback" not in output
-    assert checkpoint_step(lh1.path(model_dir)) >= 20
-    assert_checkpoint_intact(lh1.path(model_dir))
+    assert_lost_host_named(code, output, "host unreachable",
+                           lh1.path(model_dir))
     # lh2's ranks, cut off, end by the same time-out: nobody waits forever.
     wait_for(lambda: not lh2.processes("legacy_hvd.train"),
                       GLOO_TIMEOUT + PROBE_AND_EXIT, "lh2's ranks to end")
@@ -143,12 +144,5 @@ def test_tf2_variants_name_a_killed_host(test_hosts, data_dir, tmp_path,
       test_hosts, data_dir, tmp_path, name,
       lambda host: host.kill(module), bound=60, module=module)
   print("{}: launcher exited {:.1f} s after the kill".format(name, seconds))
-  assert code != 0
-  errors = hostjobs.error_lines(output)
-  assert len(errors) == 1, output[-6000:]
-  assert ("error: on lh1: lost host lh2 (ranks 2, 3: processes ended)"
-          in errors[0]), errors[0]
-  assert "relaunch on the remaining hosts (-H lh1:2)" in errors[0]
-  assert "]<stderr>:Traceback" not in output
-  assert checkpoint_step(lh1.path(model_dir)) >= 20
-  assert_checkpoint_intact(lh1.path(model_dir))
+  assert_lost_host_named(code, output, "processes ended",
+                         lh1.path(model_dir))
