@@ -54,6 +54,13 @@ CROSS_STACK := $(abspath .venv)
 else
 TF_REQUIREMENTS := "tensorflow-cpu==$(TF_VERSION)"
 PIP_REQUIREMENTS := "pip<25" "setuptools<70"
+# TF >= 2.16 puts Keras 3 behind tf.keras, which Horovod 0.28.1's Keras
+# integration predates: the fit variant (legacy_hvd.train_keras) runs on
+# tf_keras of TensorFlow's minor version instead (README, "TF >= 2.16").
+# --no-deps: tf_keras requires `tensorflow`, which would install beside
+# tensorflow-cpu.
+TF_MINOR := $(word 2,$(subst ., ,$(TF_VERSION)))
+TF_KERAS := $(if $(shell test "$(TF_MINOR)" -ge 16 2>/dev/null && echo y),"tf_keras==2.$(TF_MINOR).*")
 endif
 
 ifeq ($(TF_VERSION)$(FLAVOUR),$(DEFAULT_TF_VERSION))
@@ -83,6 +90,7 @@ $(STAMP): setup.py Makefile tools/check_env.py
 	$(VPY) -m pip install --quiet --upgrade $(PIP_REQUIREMENTS) wheel
 	$(VPY) -m pip install --quiet $(TF_REQUIREMENTS) absl-py "cmake<4" \
 		pytest matplotlib cloudpickle psutil pyyaml packaging
+	$(if $(TF_KERAS),$(VPY) -m pip install --quiet --no-deps $(TF_KERAS))
 	@if ls $(WHEEL_CACHE)/horovod-$(HOROVOD_VERSION)-*.whl >/dev/null 2>&1; then \
 		echo "Using cached Horovod wheel from $(WHEEL_CACHE)"; \
 	else \

@@ -18,6 +18,7 @@ on both stacks: the TF 1.15 fallbacks are built from the same stateless
 random streams as the TF 2 ops they stand in for, and tests check that they
 agree bit for bit (tests/test_compat.py, tests/test_cross_stack.py).
 """
+import importlib
 import os
 import tarfile
 
@@ -172,10 +173,32 @@ def create_keras_optimizer_slots(optimizer, var_list):
 
 
 def keras_version():
-  """The version of the Keras behind tf.keras: '2.15.0', '2.2.4-tf' on TF
-  1.15, '3.x' on TF >= 2.16 unless TF_USE_LEGACY_KERAS=1 picks tf_keras."""
-  version = getattr(tf.compat.v2.keras, "__version__", None)
-  if version is None:   # TF 2.6-2.15: the keras package's own version
-    import keras
-    version = keras.__version__
+  """The version of the Keras behind tf.keras: '2.15.0'; '2.2.4-tf' on TF
+  1.15; on TF >= 2.16 '3.x', or tf_keras's '2.16.0' when
+  TF_USE_LEGACY_KERAS=1 was set before TensorFlow was imported."""
+  keras = tf.compat.v2.keras
+  version = getattr(keras, "__version__", None)   # Keras 3, TF 1.15
+  if version is None:   # Keras 2 as a package: keras (TF 2.6-2.15), tf_keras
+    package = keras.layers.Layer.__module__.split(".")[0]
+    version = importlib.import_module(package).__version__
   return version
+
+
+# What to install on TF >= 2.16 for Keras 2 behind tf.keras: tf_keras of
+# TensorFlow's minor version (--no-deps: it requires `tensorflow`, which
+# would install beside `tensorflow-cpu`).
+TF_KERAS_REQUIREMENT = "tf_keras=={}.*".format(
+    ".".join(tf.version.VERSION.split(".")[:2]))
+
+
+def with_tf_keras_backend(callback):
+  """A horovod.tensorflow.keras callback, made to use tf.keras's backend.
+
+  Horovod 0.28.1 gives its callbacks `keras.backend`: on TF >= 2.16 that is
+  Keras 3's even when tf.keras is tf_keras, and lacks what
+  MetricAverageCallback calls (`backend.constant`). Elsewhere Horovod's is
+  tf.keras's own, and the callback is returned as it is.
+  """
+  if not hasattr(callback.backend, "constant"):
+    callback.backend = tf.compat.v2.keras.backend
+  return callback

@@ -7,7 +7,7 @@ legacy_hvd.train shares the gradient check, its line and the lost-host line.
     gradients = faults.checked(gradients)   # before they are applied
     try: train(...)
     except tf.errors.OpError as e: faults.end_on_error(e, progress, size, watch)
-    faults.log_stopped(signum, model_dir)    # rank 0, then sys.exit
+    faults.exit_if_stopped(summary, stop_signals, rank, model_dir)
 
 The same behaviour and messages as legacy_hvd.train, whose hooks and
 session do the same in a graph: a stop request (SIGTERM/SIGINT, see
@@ -30,6 +30,7 @@ from legacy_hvd import checkpoints
 from legacy_hvd import cli
 from legacy_hvd import model
 from legacy_hvd import peers
+from legacy_hvd import signals
 from legacy_hvd import startup
 
 NON_FINITE_GRADIENT = "non-finite averaged gradient"
@@ -132,8 +133,13 @@ def latest_step(model_dir):
   return int(path.rsplit("-", 1)[1]) if path else 0
 
 
-def log_stopped(signum, model_dir):
-  """Rank 0, after a stop signal ended training at a saved step."""
-  logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
-               "current: run the same command to resume", signum,
-               latest_step(model_dir), model_dir)
+def exit_if_stopped(summary, stop_signals, rank, model_dir):
+  """After train(): when a stop signal ended training (summary None), rank 0
+  says where it saved, and every rank exits as the signal asks."""
+  if summary is not None:
+    return
+  if rank == 0:
+    logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
+                 "current: run the same command to resume",
+                 stop_signals.requested, latest_step(model_dir), model_dir)
+  sys.exit(signals.StopSignals.exit_code(stop_signals.requested))

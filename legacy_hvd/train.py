@@ -8,7 +8,6 @@ with allreduce before each update. Rank 0 alone writes the model directory:
 checkpoints, TensorBoard summaries and results.json. `grep -n "Horovod:"`
 lists every distributed touch point.
 """
-import sys
 
 from absl import flags
 from absl import logging
@@ -232,14 +231,7 @@ def main(argv):
     # first surviving rank names it in one line.
     if size == 1 or not watch.check():
       raise
-  if summary is None:
-    if rank == 0:
-      logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
-                   "current: run the same command to resume",
-                   stop_signals.requested,
-                   faults.latest_step(config.model_dir),
-                   config.model_dir)
-    sys.exit(StopSignals.exit_code(stop_signals.requested))
+  faults.exit_if_stopped(summary, stop_signals, rank, config.model_dir)
   if rank == 0:
     results.write_run_results(summary, config, data.source, "tf1")
 

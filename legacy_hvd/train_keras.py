@@ -14,8 +14,16 @@ loop's variable keys. `grep -n "Horovod:"` lists every distributed touch
 point.
 """
 import dataclasses
+import importlib.util
 import math
-import sys
+import os
+
+# Horovod: its Keras integration (0.28.1) needs Keras 2. On TF >= 2.16 that
+# is the tf_keras package, which TensorFlow puts behind tf.keras only when
+# TF_USE_LEGACY_KERAS=1 is set before it is first imported: here, before the
+# imports below (main refuses Keras 3 in one line; README, "TF >= 2.16").
+if importlib.util.find_spec("tf_keras") is not None:
+  os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from absl import flags
 from absl import logging
@@ -110,8 +118,10 @@ def train(config, data, rank, size, stop_signals, watch):
       # a stand-in).
       callbacks.broadcast_global_variables_callback(0),
       # Horovod: epoch-end metrics averaged over ranks, before TensorBoard
-      # (and any other callback) reads them.
-      hvd_keras.callbacks.MetricAverageCallback(),
+      # (and any other callback) reads them (given tf.keras's backend: on
+      # TF >= 2.16 Horovod's is Keras 3's).
+      compat.with_tf_keras_backend(
+          hvd_keras.callbacks.MetricAverageCallback()),
       callbacks.ProgressCallback(
           progress, StepLog(config.step_log if rank == 0 else None),
           learning_rate, params,
@@ -156,10 +166,12 @@ def main(argv):
                                optimizer_impl="keras")
   stop_signals = StopSignals().install()
   if compat.keras_version().startswith("3."):
-    # Read from Horovod 0.28.1's source, not tried here (README).
-    cli.fail(f"Keras {compat.keras_version()}: Horovod 0.28.1's Keras "
-             "integration predates Keras 3 (TF >= 2.16); expected Keras 2: "
-             "TF <= 2.15, or tf_keras with TF_USE_LEGACY_KERAS=1; or use "
+    # Horovod 0.28.1's DistributedOptimizer needs Keras 2's optimizers
+    # (tried on TF 2.16 and 2.18: README, "TF >= 2.16").
+    cli.fail(f"Keras {compat.keras_version()} behind tf.keras: Horovod "
+             "0.28.1's Keras integration needs Keras 2: pip install "
+             f"--no-deps '{compat.TF_KERAS_REQUIREMENT}' (this module then "
+             "sets TF_USE_LEGACY_KERAS=1; leave it unset or 1), or use "
              "legacy_hvd.train_tf2")
   data = startup.before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.
@@ -175,10 +187,7 @@ def main(argv):
                  data.source, len(data.train_labels), len(data.test_labels),
                  size)
   summary = train(config, data, rank, size, stop_signals, watch)
-  if summary is None:
-    if rank == 0:
-      faults.log_stopped(stop_signals.requested, config.model_dir)
-    sys.exit(StopSignals.exit_code(stop_signals.requested))
+  faults.exit_if_stopped(summary, stop_signals, rank, config.model_dir)
   if rank == 0:
     results.write_run_results(summary, config, data.source, "keras-fit")
 

@@ -12,7 +12,6 @@ behaviour and messages (legacy_hvd/faults.py): stop signals, NaN/Inf
 gradients, model-dir checks, damaged checkpoints, a lost host.
 `grep -n "Horovod:"` lists every distributed touch point.
 """
-import sys
 
 from absl import flags
 from absl import logging
@@ -190,10 +189,7 @@ def main(argv):
   faults.check_model_dir_on_rank0(rank, config.model_dir)
   watch = faults.watch_lost_hosts(rank, size, config.model_dir)
   summary = train(config, data, rank, size, stop_signals, watch)
-  if summary is None:
-    if rank == 0:
-      faults.log_stopped(stop_signals.requested, config.model_dir)
-    sys.exit(StopSignals.exit_code(stop_signals.requested))
+  faults.exit_if_stopped(summary, stop_signals, rank, config.model_dir)
   if rank == 0:
     results.write_run_results(summary, config, data.source, "tf2")
 
