@@ -37,7 +37,8 @@ def format_table(metrics):
   return "\n".join(lines)
 
 
-def evaluate(checkpoint, data, rank, size, local_rank, local_size):
+def evaluate(checkpoint, data, rank, size, local_rank, local_size,
+             own_threads=None):
   """Restores `checkpoint` on rank 0, scores the test set on all; metrics."""
   params = model.create_variables(seed=None)   # values from the checkpoint
   # Horovod: the test-set counts are summed over all ranks.
@@ -46,7 +47,8 @@ def evaluate(checkpoint, data, rank, size, local_rank, local_size):
       sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
   # Horovod: every rank takes rank 0's restored weights.
   broadcast = hvd.broadcast_global_variables(0)
-  placement = runtime.place_local_rank(local_rank, local_size)
+  placement = runtime.place_local_rank(local_rank, local_size,
+                                       tasks=own_threads)
   logging.info("%s", runtime.describe(
       placement, rank, local_rank, local_size, host=peers.host_name(),
       cross_rank=hvd.cross_rank(), cross_size=hvd.cross_size(),
@@ -70,10 +72,11 @@ def main(argv):
     data = cifar10.load(FLAGS.data_dir)
   except cifar10.DataError as e:
     cli.fail(str(e))
+  own_threads = runtime.threads()   # pinned later; Horovod's stay free
   # Horovod: initialize, once the inputs are known to be usable.
   hvd.init()
   metrics = evaluate(checkpoint, data, hvd.rank(), hvd.size(),
-                     hvd.local_rank(), hvd.local_size())
+                     hvd.local_rank(), hvd.local_size(), own_threads)
   if hvd.rank() == 0:
     metrics.update({"checkpoint": checkpoint, "data_source": data.source,
                     "world_size": hvd.size()})

@@ -191,6 +191,7 @@ def main(argv):
     # Plain TensorFlow: the same graph, one process, no Horovod at all.
     global hvd
     hvd = no_horovod
+  own_threads = runtime.threads()   # pinned below; Horovod's stay free
   # Horovod: initialize Horovod (after the inputs are known to be usable, so
   # a bad path stops every rank before any of them waits on the others).
   hvd.init()
@@ -199,7 +200,7 @@ def main(argv):
   # to its own part and size its thread pools to it.
   placement = runtime.place_local_rank(
       hvd.local_rank(), hvd.local_size(), config.cpu_affinity,
-      config.intra_op_threads, config.inter_op_threads)
+      config.intra_op_threads, config.inter_op_threads, own_threads)
   tf_config = session_config(placement, hvd.local_rank())
   logging.info("%s", runtime.describe(
       placement, rank, hvd.local_rank(), hvd.local_size(),

@@ -43,6 +43,7 @@ from legacy_hvd import faults
 from legacy_hvd import keras_model
 from legacy_hvd import model
 from legacy_hvd import results
+from legacy_hvd import runtime
 from legacy_hvd import schedule
 from legacy_hvd import startup
 from legacy_hvd.config import Config
@@ -174,12 +175,13 @@ def main(argv):
              "sets TF_USE_LEGACY_KERAS=1; leave it unset or 1), or use "
              "legacy_hvd.train_tf2")
   data = startup.before_horovod(config)
+  own_threads = runtime.threads()   # pinned below; Horovod's stay free
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd_keras.init()
   rank, size = hvd_keras.rank(), hvd_keras.size()
   devices.pin_devices(config, rank, hvd_keras.local_rank(),
                       hvd_keras.local_size(), hvd_keras.cross_rank(),
-                      hvd_keras.cross_size())
+                      hvd_keras.cross_size(), own_threads)
   faults.check_model_dir_on_rank0(rank, config.model_dir)
   watch = faults.watch_lost_hosts(rank, size, config.model_dir)
   if rank == 0:

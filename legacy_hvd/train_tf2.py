@@ -29,6 +29,7 @@ from legacy_hvd import faults
 from legacy_hvd import model
 from legacy_hvd import optimizers
 from legacy_hvd import results
+from legacy_hvd import runtime
 from legacy_hvd import schedule
 from legacy_hvd import startup
 from legacy_hvd.config import Config
@@ -177,11 +178,12 @@ def main(argv):
   config = Config.from_flags(flags.FLAGS)
   stop_signals = StopSignals().install()
   data = startup.before_horovod(config)
+  own_threads = runtime.threads()   # pinned below; Horovod's stay free
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
   rank, size = hvd.rank(), hvd.size()
   devices.pin_devices(config, rank, hvd.local_rank(), hvd.local_size(),
-                      hvd.cross_rank(), hvd.cross_size())
+                      hvd.cross_rank(), hvd.cross_size(), own_threads)
   if rank == 0:
     logging.info("TF2 path (%s optimizer) on %s: %d train, %d test images; "
                  "%d workers", config.optimizer_impl, data.source,

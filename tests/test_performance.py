@@ -9,7 +9,9 @@ import sys
 import pytest
 
 from legacy_hvd import runtime
-from tests.helpers import REPO, assert_ok, horovodrun, read_results, run_module
+from tests.helpers import (REPO, assert_ok, horovodrun, read_results,
+                           run_module, wait_for)
+from tests.test_faults import rank_pid
 
 PLACEMENT = re.compile(r"Rank (\d) \(local \d of (\d)\): (pinned to|unpinned, "
                        r"on) cores ([\d,-]+); (\d+) intra-op, (\d+) inter-op")
@@ -53,6 +55,51 @@ def test_ranks_are_pinned_to_disjoint_cores(tmp_path):
   assert placed == expected
   if len(cores) >= 2:
     assert placed[0][1] != placed[1][1]
+
+
+def allowed_cores(pid):
+  """{thread id: its Cpus_allowed_list} for every thread of process `pid`."""
+  allowed = {}
+  for task in os.listdir(f"/proc/{pid}/task"):
+    try:
+      with open(f"/proc/{pid}/task/{task}/status") as f:
+        status = f.read()
+    except OSError:   # the thread ended meanwhile
+      continue
+    allowed[int(task)] = re.search(r"Cpus_allowed_list:\s*(\S+)",
+                                   status).group(1)
+  return allowed
+
+
+@pytest.mark.parametrize("module", ["legacy_hvd.train",
+                                    "legacy_hvd.train_tf2"])
+def test_a_rank_is_pinned_but_horovods_threads_run_anywhere(tmp_path, module):
+  cores = runtime.available_cores()
+  if len(cores) < 2:
+    pytest.fail("needs 2 cores to tell a pinned thread from a free one")
+  model_dir = tmp_path / "model"
+  log_path = tmp_path / "job.log"
+  with open(log_path, "w") as log:
+    job = subprocess.Popen(
+        ["horovodrun", "-np", "2", "-H", "localhost:2", sys.executable, "-m",
+         module, f"--model_dir={model_dir}", "--max_steps=100000",
+         "--log_every_n_steps=10"],
+        cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    try:
+      wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
+      for rank in (0, 1):
+        pid = rank_pid(model_dir, rank)
+        share = runtime._ranges(runtime.share_of_cores(cores, rank, 2))
+        allowed = allowed_cores(pid)
+        # The main thread and the TF threads it started: the rank's share.
+        assert allowed[pid] == share
+        assert list(allowed.values()).count(share) >= 2
+        # Horovod's background thread and Gloo's, started in hvd.init():
+        # every core, so a collective never waits for the rank's kernels.
+        assert runtime._ranges(cores) in allowed.values(), allowed
+    finally:
+      job.terminate()
+      job.wait(timeout=60)
 
 
 def test_unpinned_ranks_keep_every_core_and_share_threads(tmp_path):

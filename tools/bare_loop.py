@@ -2,6 +2,7 @@
 
     python tools/bare_loop.py --max_steps=300 --step_log=F [--data_dir=D]
         [--batch_size=64] [--seed=1234]
+    horovodrun -np 2 python tools/bare_loop.py --horovod --max_steps=300 ...
 
 The same model (legacy_hvd/model.py), optimizer (Adam, lr 0.001) and data as
 `legacy_hvd.train` at np=1, fed by the simplest pipeline a user would write
@@ -11,9 +12,18 @@ and run by `while step < max_steps: session.run(train_op)` in a default
 summaries, no Horovod. tools/benchmark.py runs it as the `bare` case and
 reports every other case as a fraction of it. Writes the same step log as
 the trainers (one JSON line per step: step, time) and nothing else.
+
+--horovod is the limit with Horovod (the `bare-np2`, `bare-np4` cases): the
+same loop plus only what Horovod needs, each rank placed on its cores as the
+trainer places it (legacy_hvd/runtime.py), its own shard of the data, the
+optimizer wrapped in hvd.DistributedOptimizer, rank 0's initial variables
+broadcast; rank 0 writes the step log. The gap between it and the trainer
+at the same np is the trainer's own; the gap between it and `bare` is
+Horovod's (and the machine's).
 """
 import argparse
 import json
+import os
 import time
 
 import tensorflow.compat.v1 as tf
@@ -33,6 +43,7 @@ def parse_args(argv):
   parser.add_argument("--data_dir")
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--seed", type=int, default=1234)
+  parser.add_argument("--horovod", action="store_true")
   return parser.parse_args(argv)
 
 
@@ -40,10 +51,23 @@ def main(argv=None):
   args = parse_args(argv)
   tf.disable_v2_behavior()
   data = cifar10.load(args.data_dir)
+  rank, size, session_config = 0, 1, None
+  if args.horovod:
+    import horovod.tensorflow as hvd   # pylint: disable=import-outside-toplevel
+    from legacy_hvd import runtime     # pylint: disable=import-outside-toplevel
+    own_threads = runtime.threads()   # the trainer's placement: Horovod's
+    hvd.init()                        # threads stay free
+    rank, size = hvd.rank(), hvd.size()
+    placement = runtime.place_local_rank(hvd.local_rank(), hvd.local_size(),
+                                         tasks=own_threads)
+    session_config = tf.ConfigProto(
+        intra_op_parallelism_threads=placement.intra_op_threads,
+        inter_op_parallelism_threads=placement.inter_op_threads)
   images = tf.placeholder(tf.uint8, data.train_images.shape)
   labels = tf.placeholder(tf.int32, data.train_labels.shape)
   dataset = (tf.data.Dataset.from_tensor_slices((images, labels))
-             .shuffle(len(data.train_labels), seed=args.seed).repeat()
+             .shard(size, rank)
+             .shuffle(len(data.train_labels) // size, seed=args.seed).repeat()
              .batch(args.batch_size, drop_remainder=True)
              .map(lambda x, y: (pipeline.normalize(x), y))
              .prefetch(1))
@@ -53,9 +77,17 @@ def main(argv=None):
   params = model.create_variables(args.seed)
   loss, _ = model.loss_and_accuracy(model.forward(batch_images, params),
                                     batch_labels)
-  train_op = optimizers.v1("adam", BASE_LR).minimize(loss, global_step)
-  with tf.Session() as session, open(args.step_log, "w") as log:
+  optimizer = optimizers.v1("adam", BASE_LR * size)
+  if args.horovod:
+    optimizer = hvd.DistributedOptimizer(optimizer)
+  train_op = optimizer.minimize(loss, global_step)
+  broadcast = hvd.broadcast_global_variables(0) if args.horovod else None
+  step_log = args.step_log if rank == 0 else os.devnull
+  with tf.Session(config=session_config) as session, \
+      open(step_log, "w") as log:
     session.run(tf.global_variables_initializer())
+    if broadcast is not None:
+      session.run(broadcast)
     session.run(iterator.initializer, {images: data.train_images,
                                        labels: data.train_labels})
     for step in range(1, args.max_steps + 1):

@@ -44,10 +44,14 @@ BATCH_SIZE = 64            # per worker, the trainer's default
 # None: no horovodrun at all (plain TF). Gloo is named explicitly: a Horovod
 # built with MPI too would otherwise default to MPI.
 GLOO, MPI = ["--gloo"], ["--mpi"]
-BARE_LOOP = "tools.bare_loop"   # takes --max_steps, --step_log, --data_dir only
+BARE_LOOP = "tools.bare_loop"   # takes --max_steps, --step_log, --data_dir,
+                                # --horovod only
 CASES = {
     # The limit: the same graph in a bare session.run loop (tools/bare_loop.py).
     "bare": (BARE_LOOP, 1, [], None),
+    # The limit with Horovod: that loop, Horovod's optimizer, nothing else.
+    "bare-np2": (BARE_LOOP, 2, ["--horovod"], GLOO),
+    "bare-np4": (BARE_LOOP, 4, ["--horovod"], GLOO),
     "tf1-np1": ("legacy_hvd.train", 1, [], GLOO),
     "tf1-np2": ("legacy_hvd.train", 2, [], GLOO),
     "tf1-np4": ("legacy_hvd.train", 4, [], GLOO),
@@ -72,8 +76,9 @@ CASES = {
     "keras-np1": ("legacy_hvd.train_keras", 1, [], GLOO),
     "keras-np4": ("legacy_hvd.train_keras", 4, [], GLOO),
 }
-DEFAULT_CASES = ["bare", "tf1-np1", "tf1-np2", "tf1-np4", "tf2-np1",
-                 "tf1-np1-plain", "tf1-np1-synthetic", "tf1-np4-synthetic"]
+DEFAULT_CASES = ["bare", "bare-np2", "bare-np4", "tf1-np1", "tf1-np2",
+                 "tf1-np4", "tf2-np1", "tf1-np1-plain", "tf1-np1-synthetic",
+                 "tf1-np4-synthetic"]
 KNOB_CASES = ["tf1-np2-unpinned", "tf1-np4-unpinned", "tf1-np4-fp16",
               "tf1-np4-accumulate2", "tf1-np4-cycle5ms", "tf1-np4-nofusion",
               "tf1-np2-deterministic"]
@@ -86,6 +91,12 @@ RATIOS = {
     "horovod np1 / plain TF": ("tf1-np1", "tf1-np1-plain", 0.97),
     "real / synthetic data at np1": ("tf1-np1", "tf1-np1-synthetic", 0.97),
     "real / synthetic data at np4": ("tf1-np4", "tf1-np4-synthetic", 0.97),
+    # Horovod's own cost at np2/np4 (the bare loop with Horovod), and the
+    # trainer against that limit.
+    "horovod bare loop np2 / np1 (aggregate)": ("bare-np2", "bare", None),
+    "horovod bare loop np4 / np1 (aggregate)": ("bare-np4", "bare", None),
+    "tf1 np2 / horovod bare loop np2": ("tf1-np2", "bare-np2", None),
+    "tf1 np4 / horovod bare loop np4": ("tf1-np4", "bare-np4", None),
     "unpinned / pinned at np2": ("tf1-np2-unpinned", "tf1-np2", None),
     "unpinned / pinned at np4": ("tf1-np4-unpinned", "tf1-np4", None),
     "fp16 allreduce / default at np4": ("tf1-np4-fp16", "tf1-np4", None),

@@ -95,15 +95,21 @@ def _load_path(path):
 
 
 def _read_dir(directory, names):
+  """{name: (path, read)}: every file is checked first, read() later, one
+  at a time (see _assemble)."""
   contents = {}
   for name in names:
     file_path = os.path.join(directory, name)
     if not os.path.isfile(file_path):
       raise DataError(f"{file_path}: missing; a CIFAR-10 directory holds "
                       + ", ".join(names))
-    with open(file_path, "rb") as f:
-      contents[name] = (file_path, f.read())
+    contents[name] = (file_path, lambda file_path=file_path: _read(file_path))
   return contents
+
+
+def _read(file_path):
+  with open(file_path, "rb") as f:
+    return f.read()
 
 
 def _load_archive(path):
@@ -125,7 +131,7 @@ def _load_archive(path):
           if member not in members:
             raise DataError(f"{path}: archive lacks {member}")
           contents[name] = (f"{path}:{member}",
-                            tar.extractfile(members[member]).read())
+                            lambda m=members[member]: tar.extractfile(m).read())
         return _assemble(contents, reader, names, test_name, source=path)
   except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
     raise DataError(f"{path}: not a readable .tar.gz archive ({e})") from None
@@ -133,24 +139,47 @@ def _load_archive(path):
 
 
 def _assemble(contents, reader, train_names, test_name, source):
-  train = [reader(*contents[name]) for name in train_names]
-  test_images, test_labels = reader(*contents[test_name])
-  return Cifar10(np.concatenate([images for images, _ in train]),
-                 np.concatenate([labels for _, labels in train]),
-                 test_images, test_labels, source)
+  """Reads and parses one file at a time, straight into the result.
+
+  Only one file's bytes are held at once, and each file's pixels are
+  reordered directly into their rows of one array sized from the first file
+  (CIFAR-10's training files are all the same size; it grows if not):
+  the data plus one file at the peak, not three copies of all of it.
+  """
+  images, labels, filled = None, [], 0
+  for name in train_names:
+    label, read = contents[name]
+    planes, file_labels = reader(label, read())
+    if images is None:
+      images = np.empty((len(planes) * len(train_names),) + IMAGE_SHAPE,
+                        np.uint8)
+    if filled + len(planes) > len(images):
+      images = np.concatenate([images[:filled], np.empty(
+          (filled + len(planes) - len(images),) + IMAGE_SHAPE, np.uint8)])
+    images[filled:filled + len(planes)] = _to_hwc(planes)
+    labels.append(file_labels)
+    filled += len(planes)
+    del planes
+  if filled < len(images):
+    images = images[:filled].copy()
+  label, read = contents[test_name]
+  test_planes, test_labels = reader(label, read())
+  return Cifar10(images, np.concatenate(labels),
+                 np.ascontiguousarray(_to_hwc(test_planes)), test_labels,
+                 source)
 
 
 def _parse_bin(name, raw):
-  """Binary-layout bytes -> (uint8 [N, 32, 32, 3], int32 [N])."""
+  """Binary-layout bytes -> (uint8 [N, 3072] planes, int32 [N] labels)."""
   if not raw or len(raw) % RECORD_BYTES:
     raise DataError(f"{name}: {len(raw)} bytes is not a whole number of "
                     f"{RECORD_BYTES}-byte records")
   records = np.frombuffer(raw, np.uint8).reshape(-1, RECORD_BYTES)
-  return _to_images(name, records[:, 1:], records[:, 0])
+  return _checked(name, records[:, 1:], records[:, 0])
 
 
 def _parse_py(name, raw):
-  """Python-layout pickle bytes -> (uint8 [N, 32, 32, 3], int32 [N])."""
+  """Python-layout pickle bytes -> (uint8 [N, 3072] planes, int32 [N])."""
   try:
     batch = _NumpyOnlyUnpickler(io.BytesIO(raw), encoding="bytes").load()
   except Exception as e:  # pickle raises many types for damaged bytes
@@ -166,17 +195,21 @@ def _parse_py(name, raw):
   labels = np.asarray(batch[b"labels"])
   if labels.shape != (len(data),):
     raise DataError(f"{name}: {labels.size} labels for {len(data)} images")
-  return _to_images(name, data, labels)
+  return _checked(name, data, labels)
 
 
-def _to_images(name, planes, labels):
+def _checked(name, planes, labels):
   bad = np.flatnonzero((labels < 0) | (labels >= NUM_CLASSES))
   if bad.size:
     raise DataError(f"{name}: record {bad[0]} has label {labels[bad[0]]}; "
                     f"expected 0..{NUM_CLASSES - 1}")
-  # Stored as three 32x32 planes (R, G, B); TF wants height, width, channel.
-  images = planes.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-  return np.ascontiguousarray(images), labels.astype(np.int32)
+  return planes, labels.astype(np.int32)
+
+
+def _to_hwc(planes):
+  """A view of uint8 [N, 3072] as [N, 32, 32, 3]: stored as three 32x32
+  planes (R, G, B); TF wants height, width, channel."""
+  return planes.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
 
 
 class _NumpyOnlyUnpickler(pickle.Unpickler):
