@@ -14,6 +14,7 @@ non-zero, so the launcher stops the job and nobody waits in a collective.
 When the job spans several hosts the line names the host it comes from
 (`program: error: on lh2: ...`), like `mpirun --tag-output`.
 """
+import faulthandler
 import os
 import socket
 import sys
@@ -131,6 +132,20 @@ def quiet_tensorflow():
 
 
 def run(main, positional_args=False):
-  """app.run(main) with one-line flag errors; main gets the arguments left."""
+  """app.run(main) with one-line flag errors; main gets the arguments left.
+
+  absl turns on Python's faulthandler, which makes a rank that aborts in
+  C++ (Gloo's failed check in Horovod's background thread when peers die,
+  say) print every thread's Python stack. A rank's error is one line: the
+  dump is off unless asked for (PYTHONFAULTHANDLER=1 or -X faulthandler).
+  """
   quiet_tensorflow()
-  app.run(main, flags_parser=lambda argv: parse_flags(argv, positional_args))
+  asked_for_dump = faulthandler.is_enabled()
+
+  def main_without_dump(argv):
+    if not asked_for_dump:
+      faulthandler.disable()
+    return main(argv)
+
+  app.run(main_without_dump,
+          flags_parser=lambda argv: parse_flags(argv, positional_args))

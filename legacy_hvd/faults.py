@@ -109,9 +109,11 @@ def watch_lost_hosts(rank, size, model_dir):
 def report_lost_peers(roster, lost, rank, model_dir):
   """The first surviving rank: one line naming the lost host(s), rank 0's
   last checkpoint and how to resume (the same line as legacy_hvd.train's)."""
+  # A host where some rank still answers is up: it keeps all its slots (a
+  # rank of it that ended died of the loss or of its own fault, not of
+  # its host's).
   remaining = ",".join(
-      f"{host}:{len([r for r in ranks if r not in lost])}"
-      for host, ranks in roster.hosts().items()
+      f"{host}:{len(ranks)}" for host, ranks in roster.hosts().items()
       if any(r not in lost for r in ranks))
   if rank == 0:
     step = latest_step(model_dir)

@@ -44,6 +44,7 @@ PROBE_SECONDS = 3.0     # a host that does not answer a connect in this is gone
 GLOO_TIMEOUT_SECONDS = 30.0   # Horovod's default HOROVOD_GLOO_TIMEOUT_SECONDS
 GONE, UNREACHABLE = "ended", "unreachable"
 ACK = b"!"              # a survivor's "I saw it too" to the reporting rank
+REPORTED = b"."         # the reporter's answer: "I have printed the loss"
 
 
 def host_name():
@@ -107,8 +108,9 @@ class Roster:
 
   def describe(self, lost):
     """'host lh2 (ranks 2, 3: processes ended)' for each host whose ranks
-    are all lost; 'rank 1 of 2 on host lh1 (...)' for a part of a host."""
-    parts = []
+    are all lost, then 'rank 1 of 2 on host lh1 (...)' for a part of a
+    host (a rank that died of the loss, say: its host is still up)."""
+    whole, part = [], []
     for host, ranks in self.hosts().items():
       gone = [r for r in ranks if r in lost]
       if not gone:
@@ -121,26 +123,33 @@ class Roster:
       listed = "rank{} {}".format("s" if len(gone) > 1 else "",
                                   ", ".join(map(str, gone)))
       if len(gone) == len(ranks):
-        parts.append("host {} ({}: {})".format(host, listed, what))
+        whole.append("host {} ({}: {})".format(host, listed, what))
       else:
-        parts.append("{} of {} on host {} ({})".format(listed, len(ranks),
-                                                       host, what))
-    return "; ".join(parts)
+        part.append("{} of {} on host {} ({})".format(listed, len(ranks),
+                                                      host, what))
+    return "; ".join(whole + part)
 
-  def acknowledge(self, reporter):
+  def acknowledge(self, reporter, seconds):
     """Tells rank `reporter` that this rank saw the loss too and stays
-    quiet; returns the open connection (None if it could not be made)."""
+    quiet, then waits up to `seconds` for its word that it has reported.
+    False if the reporter ended without that word: it died too (a Gloo
+    abort in the same failed collective, say), so the loss is this rank's
+    to report."""
     try:
-      connection = socket.create_connection(self.ranks[reporter][1:],
-                                            timeout=PROBE_SECONDS)
-      connection.sendall(ACK)
-      return connection
-    except OSError:
-      return None
+      with socket.create_connection(self.ranks[reporter][1:],
+                                    timeout=PROBE_SECONDS) as connection:
+        connection.sendall(ACK)
+        connection.settimeout(seconds)
+        return connection.recv(1) == REPORTED
+    except socket.timeout:   # still busy: it reports later or not at all
+      return True
+    except OSError:          # refused or reset: its process ended
+      return False
 
   def await_acknowledgements(self, count, seconds):
-    """The reporter: accepts until `count` ranks acknowledged (probes,
-    which close without a byte, do not count), for `seconds` at most."""
+    """The reporter, once it has printed: accepts until `count` ranks
+    acknowledged (probes, which close without a byte, do not count), for
+    `seconds` at most, and answers each that the loss is reported."""
     deadline = time.monotonic() + seconds
     seen = 0
     while seen < count and time.monotonic() < deadline:
@@ -152,7 +161,9 @@ class Roster:
       with connection:
         connection.settimeout(PROBE_SECONDS)
         try:
-          seen += connection.recv(1) == ACK
+          if connection.recv(1) == ACK:
+            seen += 1
+            connection.sendall(REPORTED)
         except OSError:
           pass
     return seen
@@ -223,28 +234,30 @@ class LossWatch:
     process (from whichever thread gets here first; a second one waits)."""
     if not self._once.acquire(blocking=False):
       threading.Event().wait()   # the other thread is ending the process
-    lost = self._roster.lost()
-    if not lost:
-      self._once.release()
-      return False
-    reporter = self._roster.first_alive(lost)
     wait = _reporter_wait(self._head_start)
-    if self._roster.rank == reporter:
-      self._report(lost)
-      # Exit only once the other survivors have seen the loss too: the
-      # launcher stops them when this rank exits, and one stopped before
-      # its own probe would find this rank gone and report a second time.
-      others = len(self._roster.ranks) - len(lost) - 1
-      self._roster.await_acknowledgements(others, wait)
-    else:
+    while True:
+      lost = self._roster.lost()
+      if not lost:
+        self._once.release()
+        return False
+      reporter = self._roster.first_alive(lost)
+      if self._roster.rank == reporter:
+        self._report(lost)
+        # Exit only once the other survivors have seen the loss too: the
+        # launcher stops them when this rank exits, and one stopped before
+        # its own probe would find this rank gone and report a second time.
+        others = len(self._roster.ranks) - len(lost) - 1
+        self._roster.await_acknowledgements(others, wait)
+        break
       # Stay alive (answering probes) while the reporter may still be
       # waiting out its own collective and probing: a survivor that left
       # first would be reported lost too. The launcher ends this rank as
-      # soon as the reporter exits.
-      acknowledgement = self._roster.acknowledge(reporter)
-      time.sleep(wait)
-      if acknowledgement is not None:
-        acknowledgement.close()
+      # soon as the reporter exits. A reporter that died before it
+      # reported is lost too: probe again.
+      deadline = time.monotonic() + wait
+      if self._roster.acknowledge(reporter, wait):
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        break
     sys.stderr.flush()
     sys.stdout.flush()
     # Not sys.exit: this may be the watcher thread, and the main thread may

@@ -33,6 +33,24 @@ def test_three_records_decode_exactly(tmp_path):
   assert data.source == str(layout)
 
 
+def test_arrays_are_aligned_for_a_feed_without_a_copy(tmp_path):
+  # Files of other sizes than the first grow or trim the array: every path
+  # keeps the rows in order and the data on a 64-byte boundary.
+  for first, others in ((1, 3), (3, 1)):
+    root = tmp_path / f"{first}-{others}"
+    root.mkdir()
+    counts = dict.fromkeys(cifar10.BIN_FILES, others)
+    counts[cifar10.BIN_FILES[0]] = first
+    write_bin_layout(root, lambda name: [
+        record(i % 10, i, i, i) for i in range(counts.get(name, 2))])
+    data = cifar10.load(str(root))
+    assert data.train_labels.tolist() == (
+        list(range(first)) + list(range(others)) * 4)
+    assert data.train_images[:, 0, 0, 0].tolist() == data.train_labels.tolist()
+    for array in (data.train_images, data.test_images):
+      assert array.ctypes.data % cifar10.ALIGN_BYTES == 0
+
+
 def test_planes_are_row_major_red_green_blue(tmp_path):
   pixels = np.arange(3072, dtype=np.uint32) % 251   # every byte position distinct mod 251
   raw = bytes([3]) + pixels.astype(np.uint8).tobytes()

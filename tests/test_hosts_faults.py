@@ -3,6 +3,7 @@ bounded time naming the host, rank 0's checkpoint is intact, and a relaunch
 on the surviving host resumes from it."""
 import os
 import re
+import signal
 import time
 
 import numpy as np
@@ -113,6 +114,40 @@ def test_killed_host_is_named_and_relaunch_resumes(test_hosts, data_dir,
     results = f.read()
   assert '"world_size": 2' in results
   assert '"start_step": {}'.format(saved) in results
+
+
+def rank_pid(host, rank):
+  """The pid of the TF1 job's rank `rank` on `host`."""
+  for pid in host.processes("legacy_hvd.train"):
+    with open("/proc/{}/environ".format(pid), "rb") as f:
+      if "HOROVOD_RANK={}".format(rank).encode() in f.read().split(b"\0"):
+        return pid
+  raise AssertionError("no rank {} on {}".format(rank, host.name))
+
+
+def test_a_reporter_that_dies_too_leaves_the_line_to_the_next(
+    test_hosts, data_dir, tmp_path):
+  # Gloo can abort a survivor whose peers died mid-collective. Here rank 0,
+  # the one that would report, dies once rank 1 has acknowledged it: rank 1
+  # must then report both, before horovodrun's SIGKILL (5 s after a rank
+  # ended).
+  lh1 = test_hosts.hosts[0]
+
+  def lose_lh2_then_rank0(lh2):
+    rank0 = rank_pid(lh1, 0)
+    os.kill(rank0, signal.SIGSTOP)   # answers probes, reports nothing
+    lh2.kill("legacy_hvd.train")
+    time.sleep(1.5)                  # rank 1 probes and acknowledges rank 0
+    os.kill(rank0, signal.SIGKILL)
+
+  seconds, code, output, model_dir = lose_host_mid_run(
+      test_hosts, data_dir, tmp_path, "reporter", lose_lh2_then_rank0,
+      bound=60)
+  print("reporter died: launcher exited {:.1f} s after the kill".format(
+      seconds))
+  assert_lost_host_named(code, output, "processes ended",
+                         lh1.path(model_dir))
+  assert "; rank 0 of 2 on host lh1 (process ended);" in output
 
 
 def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,

@@ -32,6 +32,7 @@ from legacy_hvd.data import embedded
 IMAGE_SHAPE = (32, 32, 3)
 PIXELS = 32 * 32 * 3
 RECORD_BYTES = 1 + PIXELS          # label byte + pixel bytes, binary layout
+ALIGN_BYTES = 64   # a fed array this aligned is not copied (see _aligned_empty)
 NUM_CLASSES = 10
 TRAIN_BATCHES = 5
 CLASS_NAMES = ("airplane", "automobile", "bird", "cat", "deer",
@@ -151,22 +152,39 @@ def _assemble(contents, reader, train_names, test_name, source):
     label, read = contents[name]
     planes, file_labels = reader(label, read())
     if images is None:
-      images = np.empty((len(planes) * len(train_names),) + IMAGE_SHAPE,
-                        np.uint8)
+      images = _aligned_empty(len(planes) * len(train_names))
     if filled + len(planes) > len(images):
-      images = np.concatenate([images[:filled], np.empty(
-          (filled + len(planes) - len(images),) + IMAGE_SHAPE, np.uint8)])
+      images = _aligned_copy(images[:filled], filled + len(planes))
     images[filled:filled + len(planes)] = _to_hwc(planes)
     labels.append(file_labels)
     filled += len(planes)
     del planes
   if filled < len(images):
-    images = images[:filled].copy()
+    images = _aligned_copy(images[:filled], filled)
   label, read = contents[test_name]
   test_planes, test_labels = reader(label, read())
-  return Cifar10(images, np.concatenate(labels),
-                 np.ascontiguousarray(_to_hwc(test_planes)), test_labels,
+  test_images = _aligned_copy(_to_hwc(test_planes), len(test_planes))
+  return Cifar10(images, np.concatenate(labels), test_images, test_labels,
                  source)
+
+
+def _aligned_empty(count):
+  """An uninitialized uint8 [count, 32, 32, 3] array whose data starts on a
+  64-byte boundary. TensorFlow feeds such an array to a session without
+  copying it; numpy's large arrays start 16 bytes past one, and feeding the
+  training set then copies its 150 MB (measured: the iterator's
+  initializer raised a rank's peak by 316 MiB, aligned by 153)."""
+  size = count * PIXELS
+  buffer = np.empty(size + ALIGN_BYTES, np.uint8)
+  offset = -buffer.ctypes.data % ALIGN_BYTES
+  return buffer[offset:offset + size].reshape((count,) + IMAGE_SHAPE)
+
+
+def _aligned_copy(images, count):
+  """The first len(images) rows of a new aligned array of `count` rows."""
+  copy = _aligned_empty(count)
+  copy[:len(images)] = images
+  return copy
 
 
 def _parse_bin(name, raw):
