@@ -194,12 +194,15 @@ def _probe(address, port):
 class LossWatch:
   """When ranks are lost, the first survivor calls report(lost) (which
   prints), waits until every other survivor has acknowledged the loss (it
-  connects and sends ACK), and ends with `exit_code`; the others wait for
-  it (a Gloo time-out, a probe and `head_start` seconds at most: the
-  launcher stops them once the reporter exits), then end with the same code. The watcher does
-  nothing once `stand_down()` is true: this rank is already ending for a
-  reason it reported (a NaN, say), and the ranks that ended first did not
-  die, they stopped."""
+  connects and sends ACK; the reporter answers REPORTED), and ends with
+  `exit_code`; the others wait for it (a Gloo time-out, a probe and
+  `head_start` seconds at most: the launcher stops them once the reporter
+  exits), then end with the same code. A reporter that ends without
+  answering died too (Gloo can abort a rank whose peers died in the same
+  collective): the others probe again and the next survivor reports. The
+  watcher does nothing once `stand_down()` is true: this rank is already
+  ending for a reason it reported (a NaN, say), and the ranks that ended
+  first did not die, they stopped."""
 
   def __init__(self, roster, report, exit_code, head_start,
                stand_down=lambda: False):

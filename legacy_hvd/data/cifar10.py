@@ -173,7 +173,8 @@ def _aligned_empty(count):
   64-byte boundary. TensorFlow feeds such an array to a session without
   copying it; numpy's large arrays start 16 bytes past one, and feeding the
   training set then copies its 150 MB (measured: the iterator's
-  initializer raised a rank's peak by 316 MiB, aligned by 153)."""
+  initializer raised a rank's peak by 316 MiB, aligned by 153: the
+  dataset's own copy of what it was fed)."""
   size = count * PIXELS
   buffer = np.empty(size + ALIGN_BYTES, np.uint8)
   offset = -buffer.ctypes.data % ALIGN_BYTES
