@@ -82,9 +82,9 @@ def place_local_rank(local_rank, local_size, pin=True, intra_op_threads=0,
   pinned = pin and hasattr(os, "sched_setaffinity")
   if pinned:
     pin_process(share, tasks)
-  threads = len(share) if pinned else max(1, len(cores) // local_size)
+  per_pool = len(share) if pinned else max(1, len(cores) // local_size)
   return Placement(share if pinned else cores, pinned,
-                   intra_op_threads or threads, inter_op_threads or threads)
+                   intra_op_threads or per_pool, inter_op_threads or per_pool)
 
 
 def describe(placement, rank, local_rank, local_size, host=None,

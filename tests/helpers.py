@@ -58,3 +58,20 @@ def wait_for(predicate, timeout, what):
       return
     time.sleep(0.2)
   raise AssertionError("timed out waiting for {}".format(what))
+
+
+def rank_pid(model_dir, rank):
+  """The pid of the trainer process of `rank` for this model_dir."""
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/cmdline", "rb") as f:
+        cmdline = f.read()
+      with open(f"/proc/{pid}/environ", "rb") as f:
+        environ = f.read().split(b"\0")
+    except OSError:
+      continue
+    if (b"legacy_hvd.train" in cmdline and str(model_dir).encode() in cmdline
+        and f"HOROVOD_RANK={rank}".encode() in environ
+        and not cmdline.startswith(b"/bin/sh")):
+      return int(pid)
+  return None

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tests.helpers import REPO, assert_ok, horovodrun, read_results, wait_for
+from tests.helpers import (REPO, assert_ok, horovodrun, rank_pid,
+                           read_results, wait_for)
 
 PROMPT_EXIT_SECONDS = 30
 
@@ -57,23 +58,6 @@ def launch(np, model_dir, log, *args, module="legacy_hvd.train"):
 def checkpoint_step(model_dir):
   path = tf.train.latest_checkpoint(str(model_dir))
   return int(path.rsplit("-", 1)[1]) if path else None
-
-
-def rank_pid(model_dir, rank):
-  """The pid of the trainer process of `rank` for this model_dir."""
-  for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-      with open(f"/proc/{pid}/cmdline", "rb") as f:
-        cmdline = f.read()
-      with open(f"/proc/{pid}/environ", "rb") as f:
-        environ = f.read().split(b"\0")
-    except OSError:
-      continue
-    if (b"legacy_hvd.train" in cmdline and str(model_dir).encode() in cmdline
-        and f"HOROVOD_RANK={rank}".encode() in environ
-        and not cmdline.startswith(b"/bin/sh")):
-      return int(pid)
-  return None
 
 
 def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,

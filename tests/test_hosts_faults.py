@@ -11,7 +11,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import hostjobs
-from tests.helpers import wait_for
+from tests.helpers import rank_pid, wait_for
 
 # The cut link is noticed by Gloo's time-out (HOROVOD_GLOO_TIMEOUT_SECONDS,
 # 30 s by default); the test shortens it.
@@ -116,15 +116,6 @@ def test_killed_host_is_named_and_relaunch_resumes(test_hosts, data_dir,
   assert '"start_step": {}'.format(saved) in results
 
 
-def rank_pid(host, rank):
-  """The pid of the TF1 job's rank `rank` on `host`."""
-  for pid in host.processes("legacy_hvd.train"):
-    with open("/proc/{}/environ".format(pid), "rb") as f:
-      if "HOROVOD_RANK={}".format(rank).encode() in f.read().split(b"\0"):
-        return pid
-  raise AssertionError("no rank {} on {}".format(rank, host.name))
-
-
 def test_a_reporter_that_dies_too_leaves_the_line_to_the_next(
     test_hosts, data_dir, tmp_path):
   # Gloo can abort a survivor whose peers died mid-collective. Here rank 0,
@@ -134,7 +125,8 @@ def test_a_reporter_that_dies_too_leaves_the_line_to_the_next(
   lh1 = test_hosts.hosts[0]
 
   def lose_lh2_then_rank0(lh2):
-    rank0 = rank_pid(lh1, 0)
+    rank0 = rank_pid(os.path.join(test_hosts.scratch, "reporter"), 0)
+    assert rank0, "rank 0 of the job not found"
     os.kill(rank0, signal.SIGSTOP)   # answers probes, reports nothing
     lh2.kill("legacy_hvd.train")
     time.sleep(1.5)                  # rank 1 probes and acknowledges rank 0

@@ -9,9 +9,8 @@ import sys
 import pytest
 
 from legacy_hvd import runtime
-from tests.helpers import (REPO, assert_ok, horovodrun, read_results,
+from tests.helpers import (REPO, assert_ok, horovodrun, rank_pid, read_results,
                            run_module, wait_for)
-from tests.test_faults import rank_pid
 
 PLACEMENT = re.compile(r"Rank (\d) \(local \d of (\d)\): (pinned to|unpinned, "
                        r"on) cores ([\d,-]+); (\d+) intra-op, (\d+) inter-op")
