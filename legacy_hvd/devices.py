@@ -1,40 +1,83 @@
-"""Where an eager TF2 rank runs: its GPU, its cores, its thread pools.
+"""Where a rank runs, as TensorFlow is told: its GPU, its cores, its threads.
 
-    own_threads = runtime.threads()   # before hvd.init()
-    devices.pin_devices(config, rank, local_rank, local_size, cross_rank,
-                        cross_size, own_threads)   # after, before any op runs
+    own_threads = placement.threads()          # before hvd.init()
+    hvd.init(); ranks = world.Ranks.of(hvd)
+    session_config = devices.place_graph_rank(config, ranks, own_threads)
+    devices.session_config()                   # the same, for every session
+    devices.place_eager_rank(config, ranks, own_threads)   # the TF2 variants
 
-Shared by both eager TF2 variants (legacy_hvd.train_tf2, the loop, and
-legacy_hvd.train_keras, Keras fit). tf.ConfigProto and tf.Session configure
-nothing there: devices and threads are set through tf.config, before the
-eager context starts. Never imports Horovod: the entry point passes its ranks.
+One place builds the graph sessions' tf.ConfigProto, and every session of
+the process (the training session and the helper sessions before it, the
+evaluation tool's, the bare loop's) takes it from here: the process's first
+session sizes TensorFlow's global inter-op pool for all later ones, so a
+helper session made with other settings would size the training session's
+pool. The eager TF2 variants have no session: their devices and threads are
+set through tf.config before the eager context starts. Each rank logs one
+start line (placement.describe). Never imports Horovod: the entry point
+passes its ranks.
 """
 from absl import logging
-import tensorflow.compat.v2 as tf
+import tensorflow as tf
 
 from legacy_hvd import peers
-from legacy_hvd import runtime
+from legacy_hvd import placement
+
+_session_config = None   # the process's, once place_graph_rank made it
 
 
-def pin_devices(config, rank, local_rank, local_size, cross_rank, cross_size,
-                own_threads=None):
+def place_graph_rank(config, ranks, own_threads=None):
+  """Pins this rank to its cores; returns (and keeps) its tf.ConfigProto.
+
+  config: a legacy_hvd.config.Config (or anything with cpu_affinity,
+  intra_op_threads and inter_op_threads); ranks: a world.Ranks.
+  """
+  global _session_config
+  placed = _place(config, ranks, own_threads)
+  session = tf.compat.v1.ConfigProto()
+  # Horovod: pin each process to one GPU: the one numbered by its local rank.
+  session.gpu_options.allow_growth = True
+  session.gpu_options.visible_device_list = str(ranks.local_rank)
+  session.intra_op_parallelism_threads = placed.intra_op_threads
+  session.inter_op_parallelism_threads = placed.inter_op_threads
+  _session_config = session
+  _log_start_line(placed, ranks, session.gpu_options.visible_device_list)
+  return session
+
+
+def session_config():
+  """The tf.ConfigProto place_graph_rank made: every session uses it."""
+  if _session_config is None:
+    raise RuntimeError("devices.session_config() before place_graph_rank()")
+  return _session_config
+
+
+def place_eager_rank(config, ranks, own_threads=None):
+  """The eager TF2 variants' place_graph_rank, through tf.config."""
   # Horovod: pin each process to one GPU: the one numbered by its local rank.
   # The experimental names are the ones TF 1.15 has too.
   gpus = tf.config.experimental.list_physical_devices("GPU")
   if gpus:
-    tf.config.experimental.set_memory_growth(gpus[local_rank], True)
-    tf.config.experimental.set_visible_devices(gpus[local_rank], "GPU")
+    tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
+    tf.config.experimental.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  placed = _place(config, ranks, own_threads)
+  tf.config.threading.set_intra_op_parallelism_threads(
+      placed.intra_op_threads)
+  tf.config.threading.set_inter_op_parallelism_threads(
+      placed.inter_op_threads)
+  _log_start_line(placed, ranks, str(ranks.local_rank))
+
+
+def _place(config, ranks, own_threads):
   # Horovod: on CPU the cores are what the local ranks share: pin each rank
   # to its own part and size its thread pools to it (`own_threads`, taken
-  # before hvd.init(): Horovod's threads stay free; runtime.place_local_rank).
-  placement = runtime.place_local_rank(
-      local_rank, local_size, config.cpu_affinity, config.intra_op_threads,
-      config.inter_op_threads, own_threads)
-  tf.config.threading.set_intra_op_parallelism_threads(
-      placement.intra_op_threads)
-  tf.config.threading.set_inter_op_parallelism_threads(
-      placement.inter_op_threads)
-  logging.info("%s", runtime.describe(
-      placement, rank, local_rank, local_size, host=peers.host_name(),
-      cross_rank=cross_rank, cross_size=cross_size,
-      visible_device_list=str(local_rank)))
+  # before hvd.init(): Horovod's threads stay free).
+  return placement.place_local_rank(
+      ranks.local_rank, ranks.local_size, config.cpu_affinity,
+      config.intra_op_threads, config.inter_op_threads, own_threads)
+
+
+def _log_start_line(placed, ranks, visible_device_list):
+  logging.info("%s", placement.describe(
+      placed, ranks.rank, ranks.local_rank, ranks.local_size,
+      host=peers.host_name(), cross_rank=ranks.cross_rank,
+      cross_size=ranks.cross_size, visible_device_list=visible_device_list))

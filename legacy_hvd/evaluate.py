@@ -16,12 +16,14 @@ from flags import data as data_flags
 from flags import output as output_flags
 from legacy_hvd import checkpoints
 from legacy_hvd import cli
-from legacy_hvd import evaluation
+from legacy_hvd import devices
 from legacy_hvd import model
-from legacy_hvd import peers
+from legacy_hvd import placement
 from legacy_hvd import results
-from legacy_hvd import runtime
+from legacy_hvd import scoring
+from legacy_hvd.config import Config
 from legacy_hvd.data import cifar10
+from legacy_hvd.world import Ranks
 
 FLAGS = flags.FLAGS
 
@@ -37,28 +39,19 @@ def format_table(metrics):
   return "\n".join(lines)
 
 
-def evaluate(checkpoint, data, rank, size, local_rank, local_size,
-             own_threads=None):
+def evaluate(checkpoint, data, ranks):
   """Restores `checkpoint` on rank 0, scores the test set on all; metrics."""
   params = model.create_variables(seed=None)   # values from the checkpoint
   # Horovod: the test-set counts are summed over all ranks.
-  test_set = evaluation.Evaluation(
-      data.test_images.shape, params, num_shards=size, shard_index=rank,
+  test_set = scoring.Evaluation(
+      data.test_images.shape, params, num_shards=ranks.size,
+      shard_index=ranks.rank,
       sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
   # Horovod: every rank takes rank 0's restored weights.
   broadcast = hvd.broadcast_global_variables(0)
-  placement = runtime.place_local_rank(local_rank, local_size,
-                                       tasks=own_threads)
-  logging.info("%s", runtime.describe(
-      placement, rank, local_rank, local_size, host=peers.host_name(),
-      cross_rank=hvd.cross_rank(), cross_size=hvd.cross_size(),
-      visible_device_list=""))
-  config = tf.ConfigProto(
-      intra_op_parallelism_threads=placement.intra_op_threads,
-      inter_op_parallelism_threads=placement.inter_op_threads)
-  with tf.Session(config=config) as session:
+  with tf.Session(config=devices.session_config()) as session:
     session.run(tf.global_variables_initializer())
-    if rank == 0:
+    if ranks.rank == 0:
       checkpoints.restore_or_fail(session, list(params.values()), checkpoint)
     session.run(broadcast)
     return test_set.run(session, data.test_images, data.test_labels)
@@ -72,14 +65,17 @@ def main(argv):
     data = cifar10.load(FLAGS.data_dir)
   except cifar10.DataError as e:
     cli.fail(str(e))
-  own_threads = runtime.threads()   # pinned later; Horovod's stay free
+  own_threads = placement.threads()   # pinned below; Horovod's stay free
   # Horovod: initialize, once the inputs are known to be usable.
   hvd.init()
-  metrics = evaluate(checkpoint, data, hvd.rank(), hvd.size(),
-                     hvd.local_rank(), hvd.local_size(), own_threads)
-  if hvd.rank() == 0:
+  ranks = Ranks.of(hvd)
+  # Horovod: each rank's GPU (its local rank's), cores and thread pools, as
+  # the trainer places them (its default flags).
+  devices.place_graph_rank(Config(), ranks, own_threads)
+  metrics = evaluate(checkpoint, data, ranks)
+  if ranks.rank == 0:
     metrics.update({"checkpoint": checkpoint, "data_source": data.source,
-                    "world_size": hvd.size()})
+                    "world_size": ranks.size})
     logging.info("Evaluated %s on %s", checkpoint, data.source)
     print(format_table(metrics), flush=True)
     if FLAGS.results_file:
@@ -87,6 +83,7 @@ def main(argv):
 
 
 def run():
+  """Console-script entry point (legacy-hvd-evaluate)."""
   output_flags.define_output()
   output_flags.define_results_file()
   data_flags.define_data()

@@ -13,6 +13,7 @@ Never imports Horovod.
 """
 import os
 
+from legacy_hvd import paths
 from legacy_hvd import schedule
 
 
@@ -54,9 +55,7 @@ def file_problem(flag, path):
   """
   if os.path.isdir(path):
     return f"--{flag}={path}: is a directory; expected a file"
-  parent = os.path.dirname(os.path.abspath(path))
-  while not os.path.exists(parent):
-    parent = os.path.dirname(parent)
+  parent = paths.existing_ancestor(os.path.dirname(os.path.abspath(path)))
   if not os.path.isdir(parent):
     return f"--{flag}={path}: {parent} is a file; expected a directory there"
   return None

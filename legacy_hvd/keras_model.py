@@ -9,14 +9,15 @@ The layers a TF2 user writes (Conv2D, MaxPool2D, Flatten, Dense), computing
 what model.forward computes, starting from the same initial values for the
 same seed (model.initial_value); params names them as model.PARAM_SHAPES
 does. The learning rate is schedule.learning_rate of the optimizer's step,
-as in the other two paths. Never imports Horovod (faults.checked is a plain
-TF op).
+as in the other two paths. Never imports Horovod.
 """
+import types
+
 import tensorflow.compat.v2 as tf
 
 from legacy_hvd import compat
-from legacy_hvd import faults
 from legacy_hvd import model
+from legacy_hvd import numerics
 from legacy_hvd import optimizers
 from legacy_hvd import schedule
 
@@ -111,7 +112,7 @@ class LearningRate(tf.keras.optimizers.schedules.LearningRateSchedule):
 
 def make_optimizer(name, adam_epsilon=None):
   """The Keras optimizer Horovod 0.28.1 wraps (compat.keras_optimizers), made
-  to check the gradients it applies (faults.checked): under Horovod's
+  to check the gradients it applies (numerics.checked): under Horovod's
   DistributedOptimizer those are the averaged ones, the same on every rank.
 
   Its learning rate is set once it is wrapped (`optimizer.learning_rate =
@@ -119,12 +120,10 @@ def make_optimizer(name, adam_epsilon=None):
   which a schedule class of ours would not be found.
   """
   keras_optimizers = compat.keras_optimizers()
-  if name == "adam":
-    return _checked(keras_optimizers.Adam)(
-        epsilon=adam_epsilon or optimizers.KERAS_ADAM_EPSILON)
-  if name == "momentum":
-    return _checked(keras_optimizers.SGD)(momentum=optimizers.MOMENTUM)
-  return _checked(keras_optimizers.SGD)()
+  checked_classes = types.SimpleNamespace(
+      Adam=_checked(keras_optimizers.Adam), SGD=_checked(keras_optimizers.SGD))
+  return optimizers.keras(name, adam_epsilon=adam_epsilon,
+                          classes=checked_classes)
 
 
 def _checked(base):
@@ -132,7 +131,7 @@ def _checked(base):
   class Checked(base):
 
     def apply_gradients(self, grads_and_vars, *args, **kwargs):
-      checked = [(faults.checked(g), v) for g, v in grads_and_vars]
+      checked = [(numerics.checked(g), v) for g, v in grads_and_vars]
       return super().apply_gradients(checked, *args, **kwargs)
 
   # Horovod names its wrapper after this class, as Keras saves it.

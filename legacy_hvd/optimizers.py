@@ -4,11 +4,12 @@
                                    # usable eagerly by the TF2 path
     keras("adam", learning_rate)   # what a TF2 user would pick
     keras("adam", learning_rate, adam_epsilon=1e-8)   # Keras made to match v1
+    keras("adam", classes=compat.keras_optimizers())  # what Horovod's Keras wraps
 
 They differ in ways that matter when porting (README, "TF1 vs TF2"): Keras
 Adam's default epsilon is 1e-7 against v1's 1e-8, and Keras SGD with
 momentum folds the learning rate into the velocity, so the two momentum
-rules part ways whenever the rate changes (warm-up).
+rules part ways whenever the rate changes (warm-up). Never imports Horovod.
 """
 import tensorflow.compat.v1 as tf
 
@@ -19,19 +20,32 @@ KERAS_ADAM_EPSILON = 1e-7
 
 
 def v1(name, learning_rate, adam_epsilon=None):
-  if name == "adam":
-    return tf.train.AdamOptimizer(learning_rate,
-                                  epsilon=adam_epsilon or V1_ADAM_EPSILON)
-  if name == "momentum":
-    return tf.train.MomentumOptimizer(learning_rate, MOMENTUM)
-  return tf.train.GradientDescentOptimizer(learning_rate)
+  """The tf.compat.v1.train optimizer called `name` (--optimizer)."""
+  return _by_name(
+      name,
+      adam=lambda: tf.train.AdamOptimizer(
+          learning_rate, epsilon=adam_epsilon or V1_ADAM_EPSILON),
+      momentum=lambda: tf.train.MomentumOptimizer(learning_rate, MOMENTUM),
+      sgd=lambda: tf.train.GradientDescentOptimizer(learning_rate))
 
 
-def keras(name, learning_rate, adam_epsilon=None):
-  import tensorflow.compat.v2 as tf2   # Keras's v2 optimizers, on TF 1.15 too
-  if name == "adam":
-    return tf2.keras.optimizers.Adam(learning_rate,
-                                     epsilon=adam_epsilon or KERAS_ADAM_EPSILON)
-  if name == "momentum":
-    return tf2.keras.optimizers.SGD(learning_rate, momentum=MOMENTUM)
-  return tf2.keras.optimizers.SGD(learning_rate)
+def keras(name, learning_rate=None, adam_epsilon=None, classes=None):
+  """The Keras optimizer called `name`: of `classes` (a module or namespace
+  with Adam and SGD; default tf.keras.optimizers, on TF 1.15 too). Without
+  `learning_rate`, Keras's default until one is set."""
+  if classes is None:
+    import tensorflow.compat.v2 as tf2   # pylint: disable=import-outside-toplevel
+    classes = tf2.keras.optimizers
+  rate = {} if learning_rate is None else {"learning_rate": learning_rate}
+  return _by_name(
+      name,
+      adam=lambda: classes.Adam(
+          epsilon=adam_epsilon or KERAS_ADAM_EPSILON, **rate),
+      momentum=lambda: classes.SGD(momentum=MOMENTUM, **rate),
+      sgd=lambda: classes.SGD(**rate))
+
+
+def _by_name(name, **makers):
+  """The one place --optimizer's names are told apart (flags/training.py
+  accepts exactly these)."""
+  return makers[name]()

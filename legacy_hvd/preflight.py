@@ -39,6 +39,7 @@ from absl import flags
 
 from flags import preflight as preflight_flags
 from legacy_hvd import cli
+from legacy_hvd import paths
 
 FLAGS = flags.FLAGS
 SIOCGIFADDR = 0x8915     # Linux ioctl: an interface's IPv4 address
@@ -100,9 +101,7 @@ def model_dir_state(path):
   """Whether rank 0 could create and write `path` (nothing is created)."""
   if os.path.exists(path) and not os.path.isdir(path):
     return False, "--model_dir={}: is a file; expected a directory".format(path)
-  parent = os.path.abspath(path)
-  while not os.path.exists(parent):
-    parent = os.path.dirname(parent)
+  parent = paths.existing_ancestor(path)
   if not os.path.isdir(parent):
     return False, "--model_dir={}: {} is a file".format(path, parent)
   if not os.access(parent, os.W_OK | os.X_OK):

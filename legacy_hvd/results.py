@@ -45,7 +45,7 @@ def run_summary(metrics, weight_digests, progress, world_size, batch_size,
                 steps_per_epoch):
   """The results.json fields both trainers share, from what they measured.
 
-  metrics: evaluation.metrics_from_counts(...); weight_digests: one list per
+  metrics: scoring.metrics_from_counts(...); weight_digests: one list per
   rank; progress: the run's progress.Progress.
   """
   values = progress.last_values

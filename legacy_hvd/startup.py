@@ -2,7 +2,7 @@
 
     data = startup.before_horovod(config)   # every rank, before hvd.init()
     hvd.init()
-    startup.check_on_rank0(rank, checks, tf_config)   # rank 0's verdict to all
+    startup.check_on_rank0(rank, checks)   # rank 0's verdict to all (TF1)
     startup.check_on_rank0_eagerly(rank, checks)        # the same, TF2 eager
 
 Bad flags, paths and data end in before_horovod, on every rank at once, in one
@@ -17,8 +17,10 @@ import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
 from legacy_hvd import cli
+from legacy_hvd import devices
 from legacy_hvd import feasibility
-from legacy_hvd import runtime
+from legacy_hvd import paths
+from legacy_hvd import placement
 from legacy_hvd.data import cifar10
 
 
@@ -26,9 +28,7 @@ def check_model_dir(path):
   """Fails with one line if `path` cannot be a directory (read-only check)."""
   if os.path.exists(path) and not os.path.isdir(path):
     cli.fail(f"--model_dir={path}: is a file; expected a directory")
-  parent = os.path.abspath(path)
-  while not os.path.exists(parent):
-    parent = os.path.dirname(parent)
+  parent = paths.existing_ancestor(path)
   if not os.path.isdir(parent):
     cli.fail(f"--model_dir={path}: {parent} is a file; expected a directory")
 
@@ -44,7 +44,7 @@ def prepare_model_dir(path):
                         "expected a directory this user can write") from None
 
 
-def check_on_rank0(rank, checks, tf_config, broadcast=hvd.broadcast):
+def check_on_rank0(rank, checks, broadcast=hvd.broadcast):
   """Runs `checks()` on rank 0 only; every rank shares its verdict.
 
   `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
@@ -52,9 +52,10 @@ def check_on_rank0(rank, checks, tf_config, broadcast=hvd.broadcast):
   `broadcast` is Horovod's, or no_horovod's for a run without it.
   """
   problem = _problem_on_rank0(rank, checks)
-  # The process's first session sizes TF's global inter-op thread pool for
-  # all later ones: it gets the training session's settings.
-  with tf.Graph().as_default(), tf.Session(config=tf_config) as session:
+  # The process's first session: it sizes TF's global inter-op thread pool
+  # for all later ones (devices.session_config says why).
+  with tf.Graph().as_default(), tf.Session(
+      config=devices.session_config()) as session:
     # Horovod: rank 0 tells every rank whether its checks passed.
     failed = session.run(broadcast(tf.constant(int(problem is not None)),
                                    root_rank=0))
@@ -110,5 +111,5 @@ def before_horovod(config):
   if impossible:
     cli.fail(impossible)
   if config.deterministic:
-    runtime.make_deterministic()
+    placement.make_deterministic()
   return data

@@ -10,7 +10,8 @@ data pipeline and shards, model (same variables and initial values for the
 same --seed), learning-rate scaling and warm-up, step log and results.json
 as legacy_hvd.train and legacy_hvd.train_tf2, and the same fault handling
 (legacy_hvd/faults.py). Checkpoints are TF2 object-based ones with the TF2
-loop's variable keys. `grep -n "Horovod:"` lists every distributed touch
+loop's variable keys; what it shares with the loop is in
+legacy_hvd/eager_trainer.py. `grep -n "Horovod:"` lists every distributed touch
 point.
 """
 import dataclasses
@@ -21,12 +22,11 @@ import os
 # Horovod: its Keras integration (0.28.1) needs Keras 2. On TF >= 2.16 that
 # is the tf_keras package, which TensorFlow puts behind tf.keras only when
 # TF_USE_LEGACY_KERAS=1 is set before it is first imported: here, before the
-# imports below (main refuses Keras 3 in one line; README, "TF >= 2.16").
+# imports below (main refuses Keras 3 in one line; docs/stacks.md).
 if importlib.util.find_spec("tf_keras") is not None:
   os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from absl import flags
-from absl import logging
 import horovod.tensorflow as hvd
 import horovod.tensorflow.keras as hvd_keras
 # The TF2 API on TF 2 and on TF 1.15 alike (with compat.enable_v2_behavior).
@@ -37,43 +37,34 @@ from flags import keras as keras_flags
 from legacy_hvd import callbacks
 from legacy_hvd import cli
 from legacy_hvd import compat
-from legacy_hvd import devices
-from legacy_hvd import evaluation
+from legacy_hvd import eager_trainer
 from legacy_hvd import faults
 from legacy_hvd import keras_model
-from legacy_hvd import model
-from legacy_hvd import results
-from legacy_hvd import runtime
-from legacy_hvd import schedule
+from legacy_hvd import placement
 from legacy_hvd import startup
+from legacy_hvd import trainer
 from legacy_hvd.config import Config
-from legacy_hvd.data import pipeline
-from legacy_hvd.progress import Progress
-from legacy_hvd.progress import StepLog
 from legacy_hvd.signals import StopSignals
+from legacy_hvd.world import Ranks
 
 
-def train(config, data, rank, size, stop_signals, watch):
+def train(config, data, ranks, stop_signals, watch):
   """Trains with model.fit, evaluates; returns the summary dict (all ranks).
 
   Returns None when a stop signal ended training early (rank 0 has saved a
   checkpoint at the step where all ranks stopped).
   """
-  steps_per_epoch = schedule.steps_per_epoch(len(data.train_labels),
-                                             config.batch_size, size)
-  max_steps = config.max_steps or config.epochs * steps_per_epoch
+  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
   net, params = keras_model.build(config.seed)
   # Horovod: average gradients over all ranks with allreduce before updating.
   optimizer = hvd_keras.DistributedOptimizer(
       keras_model.make_optimizer(config.optimizer, config.adam_epsilon),
-      compression=(hvd.Compression.fp16 if config.fp16_allreduce
-                   else hvd.Compression.none))
-  # Horovod: scale the learning rate with the number of workers, warming up
-  # (the same function of the step as the other paths; see README for
-  # Horovod's LearningRateWarmupCallback).
-  learning_rate = keras_model.LearningRate(
-      config.lr, schedule.lr_scale(config.lr_scaling, size),
-      round(config.warmup_epochs * steps_per_epoch))
+      compression=trainer.compression(config, hvd))
+  # Horovod: the learning rate scaled with the number of workers, warming up
+  # (the same function of the step as the other paths; docs/tf1-vs-tf2.md
+  # says why not Horovod's LearningRateWarmupCallback).
+  learning_rate = keras_model.LearningRate(config.lr, plan.lr_scale,
+                                           plan.warmup_steps)
   optimizer.learning_rate = learning_rate
   net.compile(optimizer=optimizer, loss=keras_model.loss,
               metrics=keras_model.batch_metrics(),
@@ -83,15 +74,8 @@ def train(config, data, rank, size, stop_signals, watch):
   # Every rank holds the optimizer's state in the same order before rank 0
   # restores into it (and before the broadcasts pair it up by position).
   compat.create_keras_optimizer_slots(optimizer, list(params.values()))
-  checkpoint = tf.train.Checkpoint(
-      step=step, optimizer=optimizer,
-      **{name.replace("/", "_"): variable for name, variable in params.items()})
-  manager = tf.train.CheckpointManager(checkpoint, config.model_dir,
-                                       max_to_keep=5) if rank == 0 else None
-  saved_step = None
-  if manager and manager.latest_checkpoint:
-    checkpoint.restore(manager.latest_checkpoint)
-    saved_step = int(step.numpy())
+  manager, saved_step = eager_trainer.restore(config.model_dir, ranks.rank,
+                                              step, optimizer, params)
   # Horovod: rank 0's weights, step and optimizer state (fresh or restored)
   # on every rank before the first step. Horovod's callback alone would
   # broadcast after the first step, whose gradients other ranks would then
@@ -101,18 +85,10 @@ def train(config, data, rank, size, stop_signals, watch):
                           root_rank=0)
   start = int(step.numpy())
 
-  if config.synthetic:
-    dataset = pipeline.synthetic_batches(config.batch_size, config.seed)
-  else:
-    # Horovod: each rank reads its own shard of the training set.
-    dataset = pipeline.train_batches(
-        data.train_images, data.train_labels, config.batch_size,
-        num_shards=size, shard_index=rank, seed=config.seed,
-        augment=config.augment, skip_examples=start * config.batch_size)
-  progress = Progress(config.log_every_n_steps, config.batch_size * size,
-                      log=rank == 0, steps_per_epoch=steps_per_epoch,
-                      last_step=max_steps)
-  stop = callbacks.StopCallback(stop_signals, size, max_steps)
+  dataset = trainer.batches(config, data.train_images, data.train_labels,
+                            ranks, start * config.batch_size)
+  progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
+  stop = callbacks.StopCallback(stop_signals, ranks.size, plan.max_steps)
   fit_callbacks = [
       # Horovod: after the first step, rank 0's weights and optimizer state
       # everywhere again (Horovod's callback, as users write it; on TF 1.15
@@ -124,39 +100,31 @@ def train(config, data, rank, size, stop_signals, watch):
       compat.with_tf_keras_backend(
           hvd_keras.callbacks.MetricAverageCallback()),
       callbacks.ProgressCallback(
-          progress, StepLog(config.step_log if rank == 0 else None),
-          learning_rate, params,
-          summary_dir=config.model_dir if rank == 0 else None),
+          progress, step_log, learning_rate, params,
+          summary_dir=config.model_dir if ranks.rank == 0 else None),
       stop,
   ]
-  if rank == 0:
+  if ranks.rank == 0:
     # Horovod: only rank 0 writes checkpoints and TensorBoard logs.
     fit_callbacks += [
         callbacks.CheckpointCallback(manager, config.save_checkpoints_steps,
                                      saved_step),
         tf.keras.callbacks.TensorBoard(config.model_dir, profile_batch=0)]
-  if start < max_steps:
+  if start < plan.max_steps:
     try:
       # Keras epochs of steps_per_epoch steps over the endless stream; the
       # StopCallback ends every rank at max_steps itself.
-      first_epoch = start // steps_per_epoch
-      net.fit(dataset, steps_per_epoch=steps_per_epoch, verbose=0,
+      first_epoch = start // plan.steps_per_epoch
+      net.fit(dataset, steps_per_epoch=plan.steps_per_epoch, verbose=0,
               initial_epoch=first_epoch, callbacks=fit_callbacks,
               epochs=first_epoch + math.ceil(
-                  (max_steps - start) / steps_per_epoch))
+                  (plan.max_steps - start) / plan.steps_per_epoch))
     except tf.errors.OpError as e:
-      faults.end_on_error(e, progress, size, watch)
+      faults.end_on_error(e, progress, ranks.size, watch)
   if stop.stopped:
     return None
-
-  # Horovod: every rank scores its test shard; the counts are summed.
-  metrics = evaluation.evaluate_eagerly(
-      net, data.test_images, data.test_labels, size, rank,
-      lambda counts: hvd.allreduce(counts, op=hvd.Sum))
-  # Horovod: gather every rank's weight digest to check they stayed in sync.
-  digests = hvd.allgather(model.weight_digest(params)[None]).numpy().tolist()
-  return results.run_summary(metrics, digests, progress, size,
-                             config.batch_size, steps_per_epoch)
+  return eager_trainer.final_summary(net, params, data, ranks, progress, plan,
+                                     config)
 
 
 def main(argv):
@@ -168,33 +136,24 @@ def main(argv):
   stop_signals = StopSignals().install()
   if compat.keras_version().startswith("3."):
     # Horovod 0.28.1's DistributedOptimizer needs Keras 2's optimizers
-    # (tried on TF 2.16 and 2.18: README, "TF >= 2.16").
+    # (tried on TF 2.16 and 2.18: docs/stacks.md, "TF >= 2.16").
     cli.fail(f"Keras {compat.keras_version()} behind tf.keras: Horovod "
              "0.28.1's Keras integration needs Keras 2: pip install "
              f"--no-deps '{compat.TF_KERAS_REQUIREMENT}' (this module then "
              "sets TF_USE_LEGACY_KERAS=1; leave it unset or 1), or use "
              "legacy_hvd.train_tf2")
   data = startup.before_horovod(config)
-  own_threads = runtime.threads()   # pinned below; Horovod's stay free
+  own_threads = placement.threads()   # pinned below; Horovod's stay free
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd_keras.init()
-  rank, size = hvd_keras.rank(), hvd_keras.size()
-  devices.pin_devices(config, rank, hvd_keras.local_rank(),
-                      hvd_keras.local_size(), hvd_keras.cross_rank(),
-                      hvd_keras.cross_size(), own_threads)
-  faults.check_model_dir_on_rank0(rank, config.model_dir)
-  watch = faults.watch_lost_hosts(rank, size, config.model_dir)
-  if rank == 0:
-    logging.info("Keras fit on %s: %d train, %d test images; %d workers",
-                 data.source, len(data.train_labels), len(data.test_labels),
-                 size)
-  summary = train(config, data, rank, size, stop_signals, watch)
-  faults.exit_if_stopped(summary, stop_signals, rank, config.model_dir)
-  if rank == 0:
-    results.write_run_results(summary, config, data.source, "keras-fit")
+  ranks = Ranks.of(hvd_keras)
+  watch = eager_trainer.start(config, data, ranks, own_threads, "Keras fit")
+  summary = train(config, data, ranks, stop_signals, watch)
+  trainer.finish(summary, stop_signals, config, data, ranks.rank, "keras-fit")
 
 
 def run():
+  """Console-script entry point (legacy-hvd-train-keras)."""
   define_trainer_flags()
   keras_flags.define_keras()
   cli.run(main)

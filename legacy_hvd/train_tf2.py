@@ -9,12 +9,12 @@ results.json as the TF1 path, so the two can be compared step by step
 --model_dir. Runs on TF 2 and on TF 1.15 (with its v2 behaviour switched on,
 compat.enable_v2_behavior). The TF1 job's fault handling, the same
 behaviour and messages (legacy_hvd/faults.py): stop signals, NaN/Inf
-gradients, model-dir checks, damaged checkpoints, a lost host.
+gradients, model-dir checks, damaged checkpoints, a lost host. What it
+shares with the Keras fit variant is in legacy_hvd/eager_trainer.py.
 `grep -n "Horovod:"` lists every distributed touch point.
 """
 
 from absl import flags
-from absl import logging
 import horovod.tensorflow as hvd
 # The TF2 API on TF 2 and on TF 1.15 alike (with compat.enable_v2_behavior).
 import tensorflow.compat.v2 as tf
@@ -23,20 +23,18 @@ from flags import define_trainer_flags
 from flags import tf2 as tf2_flags
 from legacy_hvd import cli
 from legacy_hvd import compat
-from legacy_hvd import devices
-from legacy_hvd import evaluation
+from legacy_hvd import eager_trainer
 from legacy_hvd import faults
 from legacy_hvd import model
+from legacy_hvd import numerics
 from legacy_hvd import optimizers
-from legacy_hvd import results
-from legacy_hvd import runtime
+from legacy_hvd import placement
 from legacy_hvd import schedule
 from legacy_hvd import startup
+from legacy_hvd import trainer
 from legacy_hvd.config import Config
-from legacy_hvd.data import pipeline
-from legacy_hvd.progress import Progress
-from legacy_hvd.progress import StepLog
 from legacy_hvd.signals import StopSignals
+from legacy_hvd.world import Ranks
 
 
 def optimizer_variables(optimizer):
@@ -45,42 +43,28 @@ def optimizer_variables(optimizer):
   return list(variables() if callable(variables) else variables)
 
 
-def train(config, data, rank, size, stop_signals, watch):
+def train(config, data, ranks, stop_signals, watch):
   """Trains and evaluates eagerly; returns the summary dict (all ranks).
 
   Returns None when a stop signal ended training early (rank 0 has saved a
   checkpoint at the step where all ranks stopped).
   """
-  steps_per_epoch = schedule.steps_per_epoch(len(data.train_labels),
-                                             config.batch_size, size)
-  max_steps = config.max_steps or config.epochs * steps_per_epoch
-
+  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
   params = {name: tf.Variable(model.initial_value(name, config.seed),
                               name=name)
             for name in model.PARAM_SHAPES}
   trainable = list(params.values())
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-  # Horovod: scale the learning rate with the number of workers, warming up.
-  scale = schedule.lr_scale(config.lr_scaling, size)
-  warmup_steps = round(config.warmup_epochs * steps_per_epoch)
-  learning_rate = lambda: schedule.learning_rate(step, config.lr, scale,
-                                                 warmup_steps)
+  # Horovod: the learning rate scaled with the number of workers, warming up.
+  learning_rate = lambda: schedule.learning_rate(step, config.lr,
+                                                 plan.lr_scale,
+                                                 plan.warmup_steps)
   make_optimizer = getattr(optimizers, config.optimizer_impl)
   optimizer = make_optimizer(config.optimizer, learning_rate,
                              config.adam_epsilon)
-  compression = (hvd.Compression.fp16 if config.fp16_allreduce
-                 else hvd.Compression.none)
-
-  checkpoint = tf.train.Checkpoint(
-      step=step, optimizer=optimizer,
-      **{name.replace("/", "_"): variable for name, variable in params.items()})
-  manager = tf.train.CheckpointManager(checkpoint, config.model_dir,
-                                       max_to_keep=5) if rank == 0 else None
-  saved_step = None   # the step of the newest checkpoint on disk
-  if manager and manager.latest_checkpoint:
-    # Optimizer slots do not exist yet: they are restored when first built.
-    checkpoint.restore(manager.latest_checkpoint)
-    saved_step = int(step.numpy())
+  compression = trainer.compression(config, hvd)
+  manager, saved_step = eager_trainer.restore(config.model_dir, ranks.rank,
+                                              step, optimizer, params)
   # Horovod: start every rank from rank 0's weights and step (fresh or
   # restored). The optimizer's state is broadcast after the first step,
   # once it exists.
@@ -95,7 +79,7 @@ def train(config, data, rank, size, stop_signals, watch):
     tape = hvd.DistributedGradientTape(tape, compression=compression)
     # The averaged gradients are the same on every rank: checking them stops
     # all ranks in the same step, before a NaN or Inf reaches the weights.
-    gradients = [faults.checked(g) for g in tape.gradient(loss, trainable)]
+    gradients = [numerics.checked(g) for g in tape.gradient(loss, trainable)]
     rate = learning_rate()
     if config.optimizer_impl == "v1":
       optimizer.apply_gradients(zip(gradients, trainable), global_step=step)
@@ -109,28 +93,18 @@ def train(config, data, rank, size, stop_signals, watch):
                               root_rank=0)
     # Horovod: a stop request on any rank reaches all ranks in the same step
     # (a one-float allreduce that overlaps the step's compute).
-    return loss, accuracy, rate, faults.agree(stop_requested, size)
+    return loss, accuracy, rate, faults.agree(stop_requested, ranks.size)
 
-  if config.synthetic:
-    dataset = pipeline.synthetic_batches(config.batch_size, config.seed)
-  else:
-    # Horovod: each rank reads its own shard of the training set.
-    dataset = pipeline.train_batches(
-        data.train_images, data.train_labels, config.batch_size,
-        num_shards=size, shard_index=rank, seed=config.seed,
-        augment=config.augment,
-        skip_examples=int(step.numpy()) * config.batch_size)
-  progress = Progress(config.log_every_n_steps, config.batch_size * size,
-                      log=rank == 0, steps_per_epoch=steps_per_epoch,
-                      last_step=max_steps)
-  step_log = StepLog(config.step_log if rank == 0 else None)
-  writer = (tf.summary.create_file_writer(config.model_dir) if rank == 0
-            else tf.summary.create_noop_writer())
+  dataset = trainer.batches(config, data.train_images, data.train_labels,
+                            ranks, int(step.numpy()) * config.batch_size)
+  progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
+  writer = (tf.summary.create_file_writer(config.model_dir)
+            if ranks.rank == 0 else tf.summary.create_noop_writer())
   progress.start(int(step.numpy()))
   first, stopped = True, False
   with writer.as_default():
     # Every rank runs the same number of steps: they share `step`.
-    batches = iter(dataset.take(max(0, max_steps - int(step.numpy()))))
+    batches = iter(dataset.take(max(0, plan.max_steps - int(step.numpy()))))
     while not stopped:
       try:
         images, labels = next(batches)
@@ -140,7 +114,7 @@ def train(config, data, rank, size, stop_signals, watch):
       except StopIteration:
         break
       except tf.errors.OpError as e:
-        faults.end_on_error(e, progress, size, watch)
+        faults.end_on_error(e, progress, ranks.size, watch)
       first, stopped = False, any_stop.numpy() > 0
       current = int(step.numpy())
       values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
@@ -160,16 +134,9 @@ def train(config, data, rank, size, stop_signals, watch):
     manager.save(checkpoint_number=int(step.numpy()))
   if stopped:
     return None
-
-  # Horovod: every rank scores its test shard; the counts are summed.
-  metrics = evaluation.evaluate_eagerly(
-      lambda images: model.forward(images, params), data.test_images,
-      data.test_labels, size, rank, lambda counts: hvd.allreduce(
-          counts, op=hvd.Sum))
-  # Horovod: gather every rank's weight digest to check they stayed in sync.
-  digests = hvd.allgather(model.weight_digest(params)[None]).numpy().tolist()
-  return results.run_summary(metrics, digests, progress, size,
-                             config.batch_size, steps_per_epoch)
+  return eager_trainer.final_summary(
+      lambda images: model.forward(images, params), params, data, ranks,
+      progress, plan, config)
 
 
 def main(argv):
@@ -178,25 +145,19 @@ def main(argv):
   config = Config.from_flags(flags.FLAGS)
   stop_signals = StopSignals().install()
   data = startup.before_horovod(config)
-  own_threads = runtime.threads()   # pinned below; Horovod's stay free
+  own_threads = placement.threads()   # pinned below; Horovod's stay free
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
-  rank, size = hvd.rank(), hvd.size()
-  devices.pin_devices(config, rank, hvd.local_rank(), hvd.local_size(),
-                      hvd.cross_rank(), hvd.cross_size(), own_threads)
-  if rank == 0:
-    logging.info("TF2 path (%s optimizer) on %s: %d train, %d test images; "
-                 "%d workers", config.optimizer_impl, data.source,
-                 len(data.train_labels), len(data.test_labels), size)
-  faults.check_model_dir_on_rank0(rank, config.model_dir)
-  watch = faults.watch_lost_hosts(rank, size, config.model_dir)
-  summary = train(config, data, rank, size, stop_signals, watch)
-  faults.exit_if_stopped(summary, stop_signals, rank, config.model_dir)
-  if rank == 0:
-    results.write_run_results(summary, config, data.source, "tf2")
+  ranks = Ranks.of(hvd)
+  watch = eager_trainer.start(
+      config, data, ranks, own_threads,
+      f"TF2 loop ({config.optimizer_impl} optimizer)")
+  summary = train(config, data, ranks, stop_signals, watch)
+  trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf2")
 
 
 def run():
+  """Console-script entry point (legacy-hvd-train-tf2)."""
   define_trainer_flags()
   tf2_flags.define_tf2()
   cli.run(main)

@@ -1,5 +1,6 @@
 """What depends on the number of ranks, said once at start-up.
 
+    ranks = Ranks.of(hvd)                          # after hvd.init()
     world = World(size, hosts, batch_size, lr, lr_scaling, num_train, epochs,
                   max_steps)                       # hosts: {host: [ranks]}
     logging.info(describe(world))                  # rank 0
@@ -29,6 +30,18 @@ WORLD_FILE = "world.json"
 
 World = collections.namedtuple(
     "World", "size hosts batch_size lr lr_scaling num_train epochs max_steps")
+
+
+class Ranks(collections.namedtuple(
+    "Ranks", "rank size local_rank local_size cross_rank cross_size")):
+  """This process's place in the job, as plain ints passed down."""
+
+  @classmethod
+  def of(cls, hvd):
+    """Read once, after hvd.init(), from horovod.tensorflow (or its Keras
+    twin, or legacy_hvd.no_horovod)."""
+    return cls(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(),
+               hvd.cross_rank(), hvd.cross_size())
 
 
 def _facts(world):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from legacy_hvd import runtime
+from legacy_hvd import placement
 from tests.helpers import (REPO, assert_ok, horovodrun, rank_pid, read_results,
                            run_module, wait_for)
 
@@ -26,13 +26,13 @@ PLACEMENT = re.compile(r"Rank (\d) \(local \d of (\d)\): (pinned to|unpinned, "
 def test_each_local_rank_gets_a_disjoint_share_of_the_cores(
     num_cores, local_size, shares):
   cores = list(range(num_cores))
-  assert [runtime.share_of_cores(cores, r, local_size)
+  assert [placement.share_of_cores(cores, r, local_size)
           for r in range(local_size)] == shares
 
 
 def test_core_lists_print_like_taskset():
-  assert runtime._ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
-  assert runtime._ranges([3]) == "3"
+  assert placement._ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+  assert placement._ranges([3]) == "3"
 
 
 def placements(output):
@@ -46,10 +46,10 @@ def test_ranks_are_pinned_to_disjoint_cores(tmp_path):
                        [f"--model_dir={tmp_path}", "--max_steps=5"])
   assert_ok(process)
   placed = placements(process.stdout + process.stderr)
-  cores = runtime.available_cores()
-  expected = {rank: (True, runtime._ranges(runtime.share_of_cores(cores, rank, 2)),
-                     len(runtime.share_of_cores(cores, rank, 2)),
-                     len(runtime.share_of_cores(cores, rank, 2)))
+  cores = placement.available_cores()
+  expected = {rank: (True, placement._ranges(placement.share_of_cores(cores, rank, 2)),
+                     len(placement.share_of_cores(cores, rank, 2)),
+                     len(placement.share_of_cores(cores, rank, 2)))
               for rank in (0, 1)}
   assert placed == expected
   if len(cores) >= 2:
@@ -73,7 +73,7 @@ def allowed_cores(pid):
 @pytest.mark.parametrize("module", ["legacy_hvd.train",
                                     "legacy_hvd.train_tf2"])
 def test_a_rank_is_pinned_but_horovods_threads_run_anywhere(tmp_path, module):
-  cores = runtime.available_cores()
+  cores = placement.available_cores()
   if len(cores) < 2:
     pytest.fail("needs 2 cores to tell a pinned thread from a free one")
   model_dir = tmp_path / "model"
@@ -88,14 +88,14 @@ def test_a_rank_is_pinned_but_horovods_threads_run_anywhere(tmp_path, module):
       wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
       for rank in (0, 1):
         pid = rank_pid(model_dir, rank)
-        share = runtime._ranges(runtime.share_of_cores(cores, rank, 2))
+        share = placement._ranges(placement.share_of_cores(cores, rank, 2))
         allowed = allowed_cores(pid)
         # The main thread and the TF threads it started: the rank's share.
         assert allowed[pid] == share
         assert list(allowed.values()).count(share) >= 2
         # Horovod's background thread and Gloo's, started in hvd.init():
         # every core, so a collective never waits for the rank's kernels.
-        assert runtime._ranges(cores) in allowed.values(), allowed
+        assert placement._ranges(cores) in allowed.values(), allowed
     finally:
       job.terminate()
       job.wait(timeout=60)
@@ -106,10 +106,10 @@ def test_unpinned_ranks_keep_every_core_and_share_threads(tmp_path):
                        [f"--model_dir={tmp_path}", "--max_steps=5",
                         "--nocpu_affinity"])
   assert_ok(process)
-  cores = runtime.available_cores()
+  cores = placement.available_cores()
   threads = max(1, len(cores) // 2)
   assert placements(process.stdout + process.stderr) == {
-      rank: (False, runtime._ranges(cores), threads, threads)
+      rank: (False, placement._ranges(cores), threads, threads)
       for rank in (0, 1)}
 
 

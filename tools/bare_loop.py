@@ -15,7 +15,7 @@ the trainers (one JSON line per step: step, time) and nothing else.
 
 --horovod is the limit with Horovod (the `bare-np2`, `bare-np4` cases): the
 same loop plus only what Horovod needs, each rank placed on its cores as the
-trainer places it (legacy_hvd/runtime.py), its own shard of the data, the
+trainer places it (legacy_hvd/devices.py), its own shard of the data, the
 optimizer wrapped in hvd.DistributedOptimizer, rank 0's initial variables
 broadcast; rank 0 writes the step log. The gap between it and the trainer
 at the same np is the trainer's own; the gap between it and `bare` is
@@ -53,16 +53,17 @@ def main(argv=None):
   data = cifar10.load(args.data_dir)
   rank, size, session_config = 0, 1, None
   if args.horovod:
-    import horovod.tensorflow as hvd   # pylint: disable=import-outside-toplevel
-    from legacy_hvd import runtime     # pylint: disable=import-outside-toplevel
-    own_threads = runtime.threads()   # the trainer's placement: Horovod's
-    hvd.init()                        # threads stay free
-    rank, size = hvd.rank(), hvd.size()
-    placement = runtime.place_local_rank(hvd.local_rank(), hvd.local_size(),
-                                         tasks=own_threads)
-    session_config = tf.ConfigProto(
-        intra_op_parallelism_threads=placement.intra_op_threads,
-        inter_op_parallelism_threads=placement.inter_op_threads)
+    # pylint: disable=import-outside-toplevel
+    import horovod.tensorflow as hvd
+    from legacy_hvd import devices
+    from legacy_hvd import placement
+    from legacy_hvd.config import Config
+    from legacy_hvd.world import Ranks
+    own_threads = placement.threads()   # the trainer's placement: Horovod's
+    hvd.init()                          # threads stay free
+    ranks = Ranks.of(hvd)
+    rank, size = ranks.rank, ranks.size
+    session_config = devices.place_graph_rank(Config(), ranks, own_threads)
   images = tf.placeholder(tf.uint8, data.train_images.shape)
   labels = tf.placeholder(tf.int32, data.train_labels.shape)
   dataset = (tf.data.Dataset.from_tensor_slices((images, labels))

@@ -1,4 +1,4 @@
-"""Per-process runtime settings for one of several local ranks.
+"""CPU placement of one of several local ranks: its cores and thread pools.
 
     placement = place_local_rank(local_rank, local_size, pin=True,
                                  intra_op_threads=0, inter_op_threads=0)
@@ -11,8 +11,10 @@ On a GPU node each local rank gets its own GPU; on a CPU node the cores are
 the shared resource. Each local rank gets its own share of them: pinned to
 those cores (the CPU counterpart of one GPU per rank) and sized its thread
 pools to match. Without this every rank starts one thread per core and the
-kernel scheduler moves all of them across all cores: measured on 2 cores,
--20 to -30 % images/sec at np=2 and np=4 (README, "Performance knobs").
+kernel scheduler moves all of them across all cores, and the ranks' compute
+threads crowd each other out (docs/performance.md has the measurement).
+Never imports TensorFlow or Horovod (legacy_hvd/devices.py turns a
+Placement into TensorFlow's settings).
 """
 import collections
 import os
@@ -75,7 +77,7 @@ def place_local_rank(local_rank, local_size, pin=True, intra_op_threads=0,
   the process's cores, at least one. `tasks`: the threads to pin (default
   all), threads() taken before hvd.init(): Horovod's background thread and
   Gloo's then run on any core, so a rank's allreduce need not wait for its
-  own compute thread to yield the core (np=2 about 1.4x faster here).
+  own compute thread to yield the core.
   """
   cores = available_cores()
   share = share_of_cores(cores, local_rank, local_size)

@@ -1,8 +1,8 @@
-"""Test-set evaluation spread over the ranks, with counts summed across them.
+"""Test-set scoring spread over the ranks, with counts summed across them.
 
-    evaluation = Evaluation(test_shape, params, num_shards, shard_index, sum_fn)
+    test_set = Evaluation(test_shape, params, num_shards, shard_index, sum_fn)
     ...                                   # graph finalized, session created
-    metrics = evaluation.run(session, test_images, test_labels)
+    metrics = test_set.run(session, test_images, test_labels)
     metrics = evaluate_eagerly(forward, test_images, test_labels, num_shards,
                                shard_index, sum_fn)   # TF2, eagerly
 
@@ -10,7 +10,9 @@ Each rank scores only its shard of the test set; the per-class correct counts,
 per-class totals and the summed loss are then added up over all ranks by
 `sum_fn` (the entry point passes Horovod's allreduce with op=Sum), so every
 test image counts exactly once whatever the number of ranks. `run` performs
-one collective: every rank must call it, once per evaluation.
+one collective: every rank must call it, once per evaluation. The entry
+point that scores a saved model is legacy_hvd.evaluate; this is the
+library all of them use. Never imports Horovod.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf

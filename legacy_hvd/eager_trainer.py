@@ -1,0 +1,78 @@
+"""What the two eager TF2 trainers share: start-up, restore, the last word.
+
+    hvd.init(); ranks = world.Ranks.of(hvd)
+    watch = start(config, data, ranks, own_threads, "TF2 loop (v1 optimizer)")
+    manager, saved_step = restore(config.model_dir, ranks.rank, step,
+                                  optimizer, params)   # rank 0 restores
+    ... train ...
+    summary = final_summary(forward, params, data, ranks, progress, plan,
+                            config)   # every rank: test set, weight digests
+
+legacy_hvd.train_tf2 (the tf.function loop) and legacy_hvd.train_keras
+(Keras fit) build their models and steps differently and meet here for the
+rest, which legacy_hvd.train does in a graph: placement, rank 0's
+model-directory check, the lost-host watch, the world line; TF2 object
+checkpoints (the same keys for both, so each resumes the other's); the
+test-set evaluation and the check that every rank ended with the same
+weights.
+"""
+import horovod.tensorflow as hvd
+import tensorflow.compat.v2 as tf
+
+from legacy_hvd import checkpoints
+from legacy_hvd import devices
+from legacy_hvd import faults
+from legacy_hvd import model
+from legacy_hvd import results
+from legacy_hvd import scoring
+from legacy_hvd import startup
+from legacy_hvd import trainer
+
+MAX_CHECKPOINTS = 5   # kept in the model directory, as TF1's Saver keeps
+
+
+def start(config, data, ranks, own_threads, trainer_name):
+  """Everything between hvd.init() and the model; returns the lost-host
+  watch (peers.LossWatch) that train() consults when a step fails."""
+  devices.place_eager_rank(config, ranks, own_threads)
+  startup.check_on_rank0_eagerly(ranks.rank, faults.model_dir_checks(
+      config.model_dir, faults.tf2_checkpoint_shapes()))
+  roster = trainer.gather_roster(
+      ranks.rank, lambda row: hvd.allgather(tf.constant(row[None])).numpy())
+  watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
+                                  config.model_dir)
+  if ranks.rank == 0:
+    trainer.log_start(config, data, ranks.size, roster, trainer_name)
+  return watch
+
+
+def restore(model_dir, rank, step, optimizer, params):
+  """Rank 0's CheckpointManager, after restoring its newest checkpoint
+  (startup checked it is intact); (manager or None, the restored step or
+  None). The other ranks get rank 0's values by broadcast."""
+  checkpoint = tf.train.Checkpoint(
+      step=step, optimizer=optimizer,
+      **{checkpoints.tf2_attribute(name): variable
+         for name, variable in params.items()})
+  if rank != 0:
+    return None, None
+  manager = tf.train.CheckpointManager(checkpoint, model_dir,
+                                       max_to_keep=MAX_CHECKPOINTS)
+  if not manager.latest_checkpoint:
+    return manager, None
+  # Optimizer slots that do not exist yet are restored when first built.
+  checkpoint.restore(manager.latest_checkpoint)
+  return manager, int(step.numpy())
+
+
+def final_summary(forward, params, data, ranks, progress, plan, config):
+  """Every rank: scores its test shard, checks the weights are in sync;
+  the results.json fields (results.run_summary)."""
+  # Horovod: every rank scores its test shard; the counts are summed.
+  metrics = scoring.evaluate_eagerly(
+      forward, data.test_images, data.test_labels, ranks.size, ranks.rank,
+      lambda counts: hvd.allreduce(counts, op=hvd.Sum))
+  # Horovod: gather every rank's weight digest to check they stayed in sync.
+  digests = hvd.allgather(model.weight_digest(params)[None]).numpy().tolist()
+  return results.run_summary(metrics, digests, progress, ranks.size,
+                             config.batch_size, plan.steps_per_epoch)
