@@ -4,8 +4,8 @@
 #   make train      horovodrun -np 4 python -m legacy_hvd.train --batch_size=64 $(ARGS)
 #   make test       the whole test suite
 #
-# TF_VERSION=2.18.1 selects another TensorFlow; TF_VERSION=1.15.5 the TF1
-# stack, on Python 3.7 (its tests use the default stack too, for the
+# TF_VERSION=2.18.1 selects another TensorFlow (each has its pins in
+# constraints/tf-<version>.txt); TF_VERSION=1.15.5 the TF1 stack, on Python 3.7 (its tests use the default stack too, for the
 # cross-stack tests). HOROVOD_CONTROLLER=mpi builds Horovod with MPI as well
 # as Gloo (installing Open MPI when run as root). Each combination gets its
 # own venv (.venv-tf2.18.1, .venv-tf1.15.5, .venv-tf2.15.1-mpi) and its own
@@ -35,33 +35,33 @@ else
 $(error HOROVOD_CONTROLLER=$(HOROVOD_CONTROLLER): expected gloo or mpi)
 endif
 
-# The per-stack differences. TF 1.15, the legacy clusters' own stack, ships
-# wheels for Python 3.5-3.7 only, as `tensorflow` (CPU and GPU in one), and
-# needs the protobuf, numpy and h5py of its day (and pip<24: the pip this
-# stack was measured with).
+# Each stack's pins live in one file, constraints/tf-$(TF_VERSION).txt, that
+# every pip install below is constrained by. TF 1.15, the legacy clusters'
+# own stack, ships wheels for Python 3.5-3.7 only, as `tensorflow` (CPU and
+# GPU in one); the TF 2 stacks use `tensorflow-cpu`.
+CONSTRAINTS := constraints/tf-$(TF_VERSION).txt
+ifeq ($(wildcard $(CONSTRAINTS)),)
+$(error TF_VERSION=$(TF_VERSION): no $(CONSTRAINTS); expected one of: $(patsubst constraints/tf-%.txt,%,$(wildcard constraints/tf-*.txt)))
+endif
 ifeq ($(firstword $(subst ., ,$(TF_VERSION))),1)
 # The first Python 3.7 that runs: on PATH (a pyenv shim may not), else pyenv's.
 PYTHON := $(shell for p in python3.7 $$(pyenv root 2>/dev/null)/versions/3.7.*/bin/python3.7; \
 	do "$$p" -c "" 2>/dev/null && { command -v "$$p"; break; }; done)
 NO_PYTHON := TensorFlow $(TF_VERSION) needs Python 3.7 and none was found \
 	(python3.7 on PATH, or pyenv's): install one, e.g. 'pyenv install 3.7.16'
-TF_REQUIREMENTS := "tensorflow==$(TF_VERSION)" "protobuf<3.21" "numpy<1.19" "h5py<3" \
-	importlib_metadata
-PIP_REQUIREMENTS := "pip<24" "setuptools<68"
+TF_REQUIREMENTS := tensorflow protobuf numpy h5py importlib_metadata
 # The cross-stack tests (checkpoints and exports moving between TF 1.15 and
 # the default TF 2) run here, with the default stack's Python beside.
 CROSS_STACK := $(abspath .venv)
 else
-TF_REQUIREMENTS := "tensorflow-cpu==$(TF_VERSION)"
-PIP_REQUIREMENTS := "pip<25" "setuptools<70"
+TF_REQUIREMENTS := tensorflow-cpu
+endif
 # TF >= 2.16 puts Keras 3 behind tf.keras, which Horovod 0.28.1's Keras
 # integration predates: the fit variant (legacy_hvd.train_keras) runs on
-# tf_keras of TensorFlow's minor version instead (README, "TF >= 2.16").
-# --no-deps: tf_keras requires `tensorflow`, which would install beside
-# tensorflow-cpu.
-TF_MINOR := $(word 2,$(subst ., ,$(TF_VERSION)))
-TF_KERAS := $(if $(shell test "$(TF_MINOR)" -ge 16 2>/dev/null && echo y),"tf_keras==2.$(TF_MINOR).*")
-endif
+# tf_keras of TensorFlow's minor version instead (docs/stacks.md), pinned in
+# the stack's constraints. --no-deps: tf_keras requires `tensorflow`, which
+# would install beside tensorflow-cpu.
+TF_KERAS := $(if $(shell grep -s '^tf_keras' $(CONSTRAINTS)),tf_keras)
 
 ifeq ($(TF_VERSION)$(FLAVOUR),$(DEFAULT_TF_VERSION))
 VENV ?= .venv
@@ -82,15 +82,15 @@ all: install
 
 install: $(STAMP)
 
-$(STAMP): setup.py Makefile tools/check_env.py
+$(STAMP): setup.py Makefile tools/check_env.py $(CONSTRAINTS)
 	@test -n "$(PYTHON)" || { echo "make: $(NO_PYTHON)" >&2; exit 1; }
 	@$(PYTHON) tools/check_env.py --prerequisites --controller $(HOROVOD_CONTROLLER) \
 		--tf-version $(TF_VERSION)
 	$(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --upgrade $(PIP_REQUIREMENTS) wheel
-	$(VPY) -m pip install --quiet $(TF_REQUIREMENTS) absl-py "cmake<4" \
+	$(VPY) -m pip install --quiet --upgrade -c $(CONSTRAINTS) pip setuptools wheel
+	$(VPY) -m pip install --quiet -c $(CONSTRAINTS) $(TF_REQUIREMENTS) absl-py cmake \
 		pytest matplotlib cloudpickle psutil pyyaml packaging
-	$(if $(TF_KERAS),$(VPY) -m pip install --quiet --no-deps $(TF_KERAS))
+	$(if $(TF_KERAS),$(VPY) -m pip install --quiet --no-deps -c $(CONSTRAINTS) $(TF_KERAS))
 	@if ls $(WHEEL_CACHE)/horovod-$(HOROVOD_VERSION)-*.whl >/dev/null 2>&1; then \
 		echo "Using cached Horovod wheel from $(WHEEL_CACHE)"; \
 	else \
@@ -117,9 +117,9 @@ test: $(STAMP)
 ifdef CROSS_STACK
 	$(MAKE) install TF_VERSION=$(DEFAULT_TF_VERSION) HOROVOD_CONTROLLER=gloo VENV=$(CROSS_STACK)
 	PATH=$(VBIN):$$PATH LEGACY_HVD_TF2_PYTHON=$(CROSS_STACK)/bin/python \
-		$(VPY) -m pytest -q tests $(ARGS)
+		$(VPY) -m pytest -q --durations=20 tests $(ARGS)
 else
-	PATH=$(VBIN):$$PATH $(VPY) -m pytest -q tests $(ARGS)
+	PATH=$(VBIN):$$PATH $(VPY) -m pytest -q --durations=20 tests $(ARGS)
 endif
 
 clean:

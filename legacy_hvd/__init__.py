@@ -1,11 +1,36 @@
 """legacy-hvd: reference Horovod data-parallel training in TF1 graph mode.
 
-Entry points (python -m ...): legacy_hvd.train (the TF1 graph job),
-legacy_hvd.train_tf2 (its TF2 twin), legacy_hvd.evaluate, legacy_hvd.export,
-legacy_hvd.predict, legacy_hvd.data (download). Library modules: model,
-schedule, optimizers, evaluation, hooks, progress, checkpoints, signals,
-runtime, results, cli, config, compat (TF 1.15 / TF 2 differences);
-data.cifar10, data.embedded, data.pipeline.
+Entry points (`python -m legacy_hvd.NAME`, or the console script
+legacy-hvd-NAME with `-` for `_`), each a sequence of what it does:
+
+  train         the TF1 graph job: MonitoredTrainingSession, hooks
+  train_tf2     its TF2 twin: tf.function + DistributedGradientTape
+  train_keras   the TF2 path as Keras users write it: model.fit
+  evaluate      scores a saved checkpoint on the test set, across ranks
+  export        a checkpoint as a SavedModel or a frozen graph
+  predict       classifies image files with an export
+  preflight     will the job start on these hosts?
+  data          downloads CIFAR-10 (legacy_hvd/data/__main__.py)
+
+Modules, by layer; a module imports only from its own layer and those
+below it (tests/test_layers.py reads the imports and checks it):
+
+  trainer core: trainer, eager_trainer
+      What the trainers share: the run's plan, input, progress, world line,
+      start-up, restore and final evaluation.
+  distributed side: faults, startup, hooks, callbacks, devices, peers,
+      world, placement, checkpoints, results, feasibility, no_horovod
+      Horovod, hosts, processes and files of a job; never reaches a trainer.
+  model side: model, schedule, optimizers, numerics, keras_model, scoring,
+      data.cifar10, data.embedded, data.download, data.pipeline
+      The model, its maths and its input; never imports Horovod nor the
+      distributed side.
+  foundation: cli, config, compat, paths, progress, signals
+      Flag and error handling, the frozen config, the TF-version helpers;
+      no Horovod.
+
+Only entry points import `flags` (the absl definitions, a top-level
+package) and read FLAGS; only they and the two upper layers import Horovod.
 """
 import os
 

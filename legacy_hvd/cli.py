@@ -1,6 +1,6 @@
 """What every entry point shares: flag parsing and errors a user can cause.
 
-    cli.run(main)            # absl app.run with one-line flag errors
+    cli.run(main, [define_x])   # absl app.run with one-line flag errors
     cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
                              # (naming the host when the job spans several)
     cli.exit_quietly()       # a rank whose error another rank reports
@@ -131,14 +131,17 @@ def quiet_tensorflow():
   tf.get_logger().handlers.clear()
 
 
-def run(main, positional_args=False):
-  """app.run(main) with one-line flag errors; main gets the arguments left.
+def run(main, define_flags=(), positional_args=False):
+  """Defines the flags (each of `define_flags` called), then app.run(main)
+  with one-line flag errors; main gets the arguments left.
 
   absl turns on Python's faulthandler, which makes a rank that aborts in
   C++ (Gloo's failed check in Horovod's background thread when peers die,
   say) print every thread's Python stack. A rank's error is one line: the
   dump is off unless asked for (PYTHONFAULTHANDLER=1 or -X faulthandler).
   """
+  for define in define_flags:
+    define()
   quiet_tensorflow()
   asked_for_dump = faulthandler.is_enabled()
 

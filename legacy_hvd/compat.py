@@ -5,12 +5,24 @@
     compat.enable_op_determinism()   # --deterministic: deterministic kernels
     compat.stateless_random_crop(image, size, seed)
     compat.stateless_random_flip_left_right(image, seed)
+    compat.crop_from_uniform_draws(image, size, seed)   # their TF 1.15
+    compat.flip_from_uniform_draw(image, seed)          # stand-ins
     compat.AUTOTUNE                  # tf.data's "pick the parallelism"
     compat.package_version("tensorflow-cpu", "tensorflow")   # installed version
     compat.extract_tar(tar, target)  # refuses links, devices, paths outside
+    compat.extract_checked(tar, target)   # its Python 3.7 stand-in
+  Keras, for the fit variant:
+    compat.keras_optimizers()        # the optimizers Horovod's Keras wraps
+    compat.KERAS_COMPILE_OPTIONS     # what model.compile needs for Horovod
+    compat.VARIABLE_REF              # Horovod's broadcast callback works
+    compat.create_keras_optimizer_slots(optimizer, var_list)
+    compat.keras_version()           # the Keras behind tf.keras
+    compat.TF_KERAS_REQUIREMENT      # what to install for Keras 2 on TF 2.16+
+    compat.with_tf_keras_backend(callback)   # Horovod's callback, tf.keras's
 
-Two stacks are supported: TensorFlow 1.15.5 on Python 3.7 (the legacy
-clusters' own) and TensorFlow 2.15-2.18 on Python 3.9+. Everything else in
+Supported: TensorFlow 1.15.5 on Python 3.7 (the legacy clusters' own
+stack), TensorFlow 2.15 on Python 3.9-3.11, TensorFlow 2.16 and 2.18 on
+Python 3.9-3.12 (docs/stacks.md). Everything else in
 the project calls these and never looks at `tf.__version__` or
 `sys.version_info` itself (Horovod keeps its TF-version helpers together the
 same way, in horovod/tensorflow/util.py). Each helper gives the same results

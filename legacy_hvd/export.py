@@ -93,6 +93,7 @@ def main(argv):
 
 
 def run():
+  """Console-script entry point (legacy-hvd-export)."""
   output_flags.define_output()
   serving_flags.define_export()
   cli.run(main)

@@ -140,8 +140,9 @@ def checkpoint_saver(model_dir, every_n_steps, scaffold):
   Since TF 2.4 the hook assumes a run may be up to a million steps (its
   `steps_per_run`, which Estimator sets) and so reads the global step again
   in a second session.run after every step, in case a save is due (TF 1.15
-  assumed one step): measured 0.3 ms per step here, 5 % of a 64-image
-  step. Told one, it makes that second run only on the steps it saves at.
+  assumed one step), a cost paid every step for a save that comes every
+  few hundred (docs/performance.md has the figure). Told one, it makes that
+  second run only on the steps it saves at.
   """
   hook = tf.train.CheckpointSaverHook(model_dir, save_steps=every_n_steps,
                                       scaffold=scaffold)

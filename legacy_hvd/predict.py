@@ -83,6 +83,7 @@ def main(argv):
 
 
 def run():
+  """Console-script entry point (legacy-hvd-predict)."""
   serving_flags.define_predict()
   cli.run(main, positional_args=True)
 

@@ -314,6 +314,7 @@ def main(argv):
 
 
 def run():
+  """Console-script entry point (legacy-hvd-preflight)."""
   preflight_flags.define_preflight()
   cli.run(main)
 

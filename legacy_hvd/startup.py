@@ -1,6 +1,6 @@
 """What every entry point checks before and just after hvd.init().
 
-    data = startup.before_horovod(config)   # every rank, before hvd.init()
+    data, own_threads = startup.before_horovod(config)   # every rank
     hvd.init()
     startup.check_on_rank0(rank, checks)   # rank 0's verdict to all (TF1)
     startup.check_on_rank0_eagerly(rank, checks)        # the same, TF2 eager
@@ -89,10 +89,14 @@ def _end_if_failed(rank, failed, problem):
 
 
 def before_horovod(config):
-  """What every rank checks and sets before hvd.init(); returns the data.
+  """What every rank checks and sets before hvd.init(); (the data, this
+  process's threads).
 
   Bad paths and data end here, on every rank at once, in one line: no rank
-  has joined a collective yet, so none is left waiting.
+  has joined a collective yet, so none is left waiting. The threads are
+  taken last, just before hvd.init(): they are the ones to pin to the
+  rank's cores (devices.place_graph_rank); Horovod's and Gloo's, which
+  hvd.init() starts, are not among them and stay free.
   """
   check_model_dir(config.model_dir)
   if config.step_log and feasibility.file_problem("step_log", config.step_log):
@@ -112,4 +116,4 @@ def before_horovod(config):
     cli.fail(impossible)
   if config.deterministic:
     placement.make_deterministic()
-  return data
+  return data, placement.threads()

@@ -22,7 +22,6 @@ from legacy_hvd import model
 from legacy_hvd import no_horovod
 from legacy_hvd import numerics
 from legacy_hvd import optimizers
-from legacy_hvd import placement
 from legacy_hvd import results
 from legacy_hvd import schedule
 from legacy_hvd import scoring
@@ -159,10 +158,9 @@ def main(argv):
   config = Config.from_flags(flags.FLAGS)
   stop_signals = StopSignals().install()
   tf.disable_v2_behavior()
-  data = startup.before_horovod(config)
+  data, own_threads = startup.before_horovod(config)
   # --nohorovod: the same graph in one process, on plain TensorFlow.
   horovod = hvd if config.horovod else no_horovod
-  own_threads = placement.threads()   # pinned below; Horovod's stay free
   # Horovod: initialize Horovod (after the inputs are known to be usable, so
   # a bad path stops every rank before any of them waits on the others).
   horovod.init()
@@ -201,8 +199,7 @@ def graph_allgather(horovod):
 
 def run():
   """Console-script entry point (legacy-hvd-train)."""
-  define_trainer_flags()
-  cli.run(main)
+  cli.run(main, [define_trainer_flags])
 
 
 if __name__ == "__main__":

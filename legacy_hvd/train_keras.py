@@ -40,7 +40,6 @@ from legacy_hvd import compat
 from legacy_hvd import eager_trainer
 from legacy_hvd import faults
 from legacy_hvd import keras_model
-from legacy_hvd import placement
 from legacy_hvd import startup
 from legacy_hvd import trainer
 from legacy_hvd.config import Config
@@ -142,8 +141,7 @@ def main(argv):
              f"--no-deps '{compat.TF_KERAS_REQUIREMENT}' (this module then "
              "sets TF_USE_LEGACY_KERAS=1; leave it unset or 1), or use "
              "legacy_hvd.train_tf2")
-  data = startup.before_horovod(config)
-  own_threads = placement.threads()   # pinned below; Horovod's stay free
+  data, own_threads = startup.before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd_keras.init()
   ranks = Ranks.of(hvd_keras)
@@ -154,9 +152,7 @@ def main(argv):
 
 def run():
   """Console-script entry point (legacy-hvd-train-keras)."""
-  define_trainer_flags()
-  keras_flags.define_keras()
-  cli.run(main)
+  cli.run(main, [define_trainer_flags, keras_flags.define_keras])
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from legacy_hvd import faults
 from legacy_hvd import model
 from legacy_hvd import numerics
 from legacy_hvd import optimizers
-from legacy_hvd import placement
 from legacy_hvd import schedule
 from legacy_hvd import startup
 from legacy_hvd import trainer
@@ -144,8 +143,7 @@ def main(argv):
   compat.enable_v2_behavior()   # before any op: TF 1.15 starts in graph mode
   config = Config.from_flags(flags.FLAGS)
   stop_signals = StopSignals().install()
-  data = startup.before_horovod(config)
-  own_threads = placement.threads()   # pinned below; Horovod's stay free
+  data, own_threads = startup.before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd.init()
   ranks = Ranks.of(hvd)
@@ -158,9 +156,7 @@ def main(argv):
 
 def run():
   """Console-script entry point (legacy-hvd-train-tf2)."""
-  define_trainer_flags()
-  tf2_flags.define_tf2()
-  cli.run(main)
+  cli.run(main, [define_trainer_flags, tf2_flags.define_tf2])
 
 
 if __name__ == "__main__":

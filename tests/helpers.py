@@ -1,7 +1,13 @@
 """Test helpers: launching real horovodrun jobs and reading what they wrote.
 
+    process = horovodrun(2, "legacy_hvd.train", [...])   # runs to the end
+    job = start(2, "legacy_hvd.train", [...], log)       # in the background
+    error_lines(process)                                 # the one-line errors
+
 Multi-process tests start `horovodrun -np N` in a subprocess with a timeout
-and read what the ranks wrote; nothing here mocks Horovod.
+and read what the ranks wrote; nothing here mocks Horovod. Every job of
+the suite is launched through job_argv: here, on the test hosts
+(tests/hostjobs.py), under another stack's Python or under mpirun.
 """
 import json
 import os
@@ -18,18 +24,51 @@ CIFAR10_CONVERTER = os.path.join(SHARED, "tools", "cifar10_jpeg_to_bin.py")
 JOB_TIMEOUT = 240   # seconds for one horovodrun job in a test
 
 
-def horovodrun(np, module, args, timeout=JOB_TIMEOUT, env=None, wrapper=None):
-  """Runs `horovodrun -np N python -m module args`; returns CompletedProcess.
+def job_argv(np, module, args, launcher_args=None, python=None,
+             wrapper=None, launcher=None):
+  """`horovodrun -np N <launcher_args> python -m module args`, as a list.
 
-  `wrapper` is a shell snippet run in each rank before python (e.g. a umask).
+  launcher_args: horovodrun's host options (default `-H localhost:N`);
+  python: the ranks' Python (default this one; the horovodrun beside it
+  then launches, for another stack); wrapper: a shell snippet each rank
+  runs before python (a umask, say); launcher: a whole other launcher's
+  argv instead of horovodrun's (mpirun ...).
   """
-  program = [sys.executable, "-m", module, *args]
+  program = [python or sys.executable, "-m", module, *args]
   if wrapper:
     program = ["sh", "-c", f'{wrapper}; exec "$@"', "rank", *program]
-  argv = ["horovodrun", "-np", str(np), "-H", f"localhost:{np}", *program]
-  full_env = dict(os.environ, **(env or {}))
-  return subprocess.run(argv, cwd=REPO, env=full_env, capture_output=True,
-                        text=True, timeout=timeout)
+  if launcher is None:
+    horovodrun = ("horovodrun" if python is None else
+                  os.path.join(os.path.dirname(python), "horovodrun"))
+    launcher = [horovodrun, "-np", str(np),
+                *(launcher_args or ["-H", f"localhost:{np}"])]
+  return [*launcher, *program]
+
+
+def horovodrun(np, module, args, timeout=JOB_TIMEOUT, env=None, **argv_options):
+  """Runs the job (job_argv) to its end; returns the CompletedProcess."""
+  return subprocess.run(job_argv(np, module, args, **argv_options), cwd=REPO,
+                        env=dict(os.environ, **(env or {})),
+                        capture_output=True, text=True, timeout=timeout)
+
+
+def start(np, module, args, log, env=None, popen=None, **argv_options):
+  """Starts the job (job_argv) in the background, its output going to the
+  open file `log`; returns the Popen. popen: how to start it (default here;
+  a test host's Host.popen runs it inside that host)."""
+  argv = job_argv(np, module, args, **argv_options)
+  if popen is not None:
+    return popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+  return subprocess.Popen(argv, cwd=REPO, env=dict(os.environ, **(env or {})),
+                          stdout=log, stderr=subprocess.STDOUT)
+
+
+def error_lines(output):
+  """The `program: error: ...` lines of a job's output (str, or a
+  CompletedProcess: both of its streams)."""
+  if isinstance(output, subprocess.CompletedProcess):
+    output = output.stdout + output.stderr
+  return [line for line in output.splitlines() if ": error: " in line]
 
 
 def run_module(module, args, timeout=JOB_TIMEOUT, env=None):

@@ -5,17 +5,16 @@
     process = run(cluster, "-H", "lh1:2,lh2:2", model_dir=...)   # waits
 
 Every job runs `horovodrun -np N ... python -m legacy_hvd.train` (or another
-entry point: `module`) inside lh1
-(the launcher must run on a host: see tools/testhosts.py), with this
-test's Python on every host, and its output in a file the test reads.
+entry point: `module`) inside lh1 (the launcher must run on a host: see
+tools/testhosts.py), with this test's Python on every host, and its output
+in a file the test reads; helpers.job_argv writes its command line.
 """
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 from legacy_hvd.data import embedded
+from tests import helpers
 
 JOB_TIMEOUT = 300      # seconds for one job on the hosts (2 cores, shared)
 START_LINE = re.compile(
@@ -37,23 +36,21 @@ def put_data(cluster, names, subdir=DATA):
   return os.path.join(cluster.scratch, subdir, "cifar-10-batches-bin")
 
 
-def job_argv(np, hosts_args, model_dir, args, interface="eth0",
-             module="legacy_hvd.train"):
+def launcher_args(hosts_args, interface="eth0"):
   # Gloo, also where Horovod has MPI built in (whose horovodrun would pick
   # mpirun): test_hosts_mpi.py runs mpirun itself.
-  argv = ["horovodrun", "--gloo", "-np", str(np), *hosts_args]
+  argv = ["--gloo", *hosts_args]
   if interface:
     argv += ["--network-interface", interface]
-  return argv + [sys.executable, "-m", module,
-                 "--model_dir={}".format(model_dir), *args]
+  return argv
 
 
 def launch(cluster, np, hosts_args, model_dir, args, log, env=None,
            interface="eth0", module="legacy_hvd.train"):
   """Starts the job on lh1 in the background; output to the open file `log`."""
-  return cluster.hosts[0].popen(
-      job_argv(np, hosts_args, model_dir, args, interface, module), env=env,
-      stdout=log, stderr=subprocess.STDOUT)
+  return helpers.start(np, module, [f"--model_dir={model_dir}", *args], log,
+                       env=env, popen=cluster.hosts[0].popen,
+                       launcher_args=launcher_args(hosts_args, interface))
 
 
 def run(cluster, np, hosts_args, model_dir, args, log_path, env=None,
@@ -70,10 +67,6 @@ def run(cluster, np, hosts_args, model_dir, args, log_path, env=None,
         job.wait()
   with open(log_path) as f:
     return job.returncode, f.read()
-
-
-def error_lines(output):
-  return [l for l in output.splitlines() if ": error: " in l]
 
 
 def start_lines(output):

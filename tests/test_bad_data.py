@@ -7,7 +7,7 @@ import pytest
 
 from legacy_hvd.data import cifar10
 from tests import layouts
-from tests.helpers import horovodrun
+from tests.helpers import error_lines, horovodrun
 
 DEADLINE_SECONDS = 60   # generous: a loaded 2-core machine starts TF slowly
 
@@ -81,7 +81,7 @@ def test_damaged_data_fails_every_rank_in_one_line(tmp_path, damage):
                         "--max_steps=2"], timeout=DEADLINE_SECONDS)
   output = process.stdout + process.stderr
   assert process.returncode != 0
-  errors = [line for line in output.splitlines() if ": error: " in line]
+  errors = error_lines(output)
   assert len(errors) == 1, output
   assert expected in errors[0] and "--data_dir" not in expected
   assert "]<stderr>:Traceback" not in output

@@ -15,7 +15,7 @@ import pytest
 import tensorflow.compat.v2 as tf
 
 from legacy_hvd import compat
-from tests.helpers import REPO, run_module
+from tests.helpers import REPO, error_lines, run_module
 
 SEEDS = [[5000 + i, 17 * i] for i in range(64)]
 
@@ -123,7 +123,7 @@ def test_train_keras_refuses_keras_3_in_one_line(tmp_path):
   process = run_module("legacy_hvd.train_keras", [f"--model_dir={model_dir}"],
                        env={"TF_USE_LEGACY_KERAS": "0"}, timeout=120)
   assert process.returncode != 0
-  errors = [l for l in process.stderr.splitlines() if ": error: " in l]
+  errors = error_lines(process)
   assert errors == [
       f"legacy_hvd.train_keras: error: Keras {compat.keras_version()} behind "
       "tf.keras: Horovod 0.28.1's Keras integration needs Keras 2: pip "

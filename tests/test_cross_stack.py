@@ -16,7 +16,7 @@ import pytest
 from legacy_hvd import compat
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import embedded
-from tests.helpers import REPO, assert_ok, read_results
+from tests.helpers import REPO, assert_ok, horovodrun, read_results
 
 TF2_PYTHON = os.environ.get("LEGACY_HVD_TF2_PYTHON")
 if not (TF2_PYTHON and compat.TF1):
@@ -45,15 +45,11 @@ def run(stack, argv, **kwargs):
 
 def train(stack, model_dir, max_steps, step_log, data_dir):
   """horovodrun -np 2 of the TF1 job, by the stack's own horovodrun."""
-  python = STACKS[stack]
-  horovodrun = os.path.join(os.path.dirname(python), "horovodrun")
-  process = subprocess.run(
-      [horovodrun, "-np", "2", "-H", "localhost:2", python, "-m",
-       "legacy_hvd.train", f"--model_dir={model_dir}",
-       f"--max_steps={max_steps}", f"--step_log={step_log}",
-       f"--data_dir={data_dir}", "--log_every_n_steps=10",
-       f"--save_checkpoints_steps={FIRST_STEPS}"],
-      cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
+  process = horovodrun(2, "legacy_hvd.train", [
+      f"--model_dir={model_dir}", f"--max_steps={max_steps}",
+      f"--step_log={step_log}", f"--data_dir={data_dir}",
+      "--log_every_n_steps=10", f"--save_checkpoints_steps={FIRST_STEPS}"],
+                       timeout=TIMEOUT, python=STACKS[stack])
   assert_ok(process)
   return read_results(model_dir)
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests.helpers import assert_ok, horovodrun, read_results
+from tests.helpers import assert_ok, error_lines, horovodrun, read_results
 
 
 def test_evaluate_matches_training_results(tmp_path, isolated_cache):
@@ -31,6 +31,5 @@ def test_evaluate_without_checkpoint_is_one_line(tmp_path):
   process = horovodrun(2, "legacy_hvd.evaluate", [f"--model_dir={tmp_path}"],
                        timeout=60)
   assert process.returncode != 0
-  errors = [l for l in (process.stdout + process.stderr).splitlines()
-            if ": error: " in l]
+  errors = error_lines(process)
   assert len(errors) == 1 and "holds no checkpoint" in errors[0]

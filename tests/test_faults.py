@@ -8,23 +8,17 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tests.helpers import (REPO, assert_ok, horovodrun, rank_pid,
-                           read_results, wait_for)
+from legacy_hvd import checkpoints
+from tests.helpers import (assert_ok, error_lines, horovodrun, rank_pid,
+                           read_results, start, wait_for)
 
 PROMPT_EXIT_SECONDS = 30
-
-
-def error_lines(process):
-  return [l for l in (process.stdout + process.stderr).splitlines()
-          if ": error: " in l]
 
 
 class Trainer(collections.namedtuple(
@@ -48,16 +42,13 @@ TRAINERS = [
 
 
 def launch(np, model_dir, log, *args, module="legacy_hvd.train"):
-  """Starts horovodrun in the background, its output going to `log`."""
-  argv = ["horovodrun", "-np", str(np), "-H", f"localhost:{np}", sys.executable,
-          "-m", module, f"--model_dir={model_dir}",
-          "--log_every_n_steps=10", *args]
-  return subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+  """The trainer in the background (helpers.start), logging every 10 steps."""
+  return start(np, module, [f"--model_dir={model_dir}",
+                            "--log_every_n_steps=10", *args], log)
 
 
 def checkpoint_step(model_dir):
-  path = tf.train.latest_checkpoint(str(model_dir))
-  return int(path.rsplit("-", 1)[1]) if path else None
+  return checkpoints.latest_step(str(model_dir)) or None
 
 
 def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,
@@ -103,7 +94,7 @@ def test_aborted_rank_prints_no_python_stacks(tmp_path, isolated_cache):
   assert "Fatal Python error" not in output
   assert "most recent call first" not in output
   # The survivor names it, as any lost rank.
-  errors = [l for l in output.splitlines() if ": error: " in l]
+  errors = error_lines(output)
   assert len(errors) == 1 and "lost rank 1 of 2 on host" in errors[0], (
       output[-3000:])
 

@@ -6,7 +6,7 @@ import pytest
 
 from legacy_hvd import feasibility
 from legacy_hvd.config import Config
-from tests.helpers import horovodrun, run_module
+from tests.helpers import error_lines, horovodrun, run_module
 
 
 @pytest.mark.parametrize("flags, world, numbers", [
@@ -81,7 +81,7 @@ def test_warmup_past_max_steps_and_step_log_under_a_file(tmp_path,
 def _assert_one_line(process, words):
   output = process.stdout + process.stderr
   assert process.returncode != 0, output
-  errors = [line for line in output.splitlines() if "error:" in line]
+  errors = error_lines(output)
   assert len(errors) == 1, output
   for word in words:
     assert word in errors[0], errors[0]

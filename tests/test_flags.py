@@ -4,7 +4,7 @@ import pytest
 
 from flags import define_trainer_flags
 from legacy_hvd.config import Config
-from tests.helpers import horovodrun, run_module
+from tests.helpers import error_lines, horovodrun, run_module
 
 
 def parse(*args):
@@ -72,8 +72,7 @@ def test_horovodrun_job_with_bad_flag_exits_with_one_line(tmp_path, arg):
   process = horovodrun(2, "legacy_hvd.train", [arg, f"--model_dir={tmp_path}/m"],
                        timeout=90)
   assert process.returncode != 0
-  errors = [l for l in (process.stdout + process.stderr).splitlines()
-            if "error:" in l]
+  errors = error_lines(process)
   assert len(errors) == 1 and arg.split("=")[0] in errors[0], (
       process.stdout + process.stderr)
   # horovodrun's own launcher prints a traceback when a rank fails; the

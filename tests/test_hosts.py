@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests import hostjobs
+from tests.helpers import error_lines
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_host_without_good_data_is_one_line_naming_it(test_hosts, data_dir,
       ["--data_dir=" + path, "--max_steps=5"], str(tmp_path / "job.log"),
       timeout=120)
   assert code != 0
-  errors = hostjobs.error_lines(output)
+  errors = error_lines(output)
   assert len(errors) == 1, output[-6000:]
   assert "error: on lh2: " in errors[0] and path in errors[0]
   assert ("no such file or directory" if fault == "missing"

@@ -11,7 +11,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import hostjobs
-from tests.helpers import rank_pid, wait_for
+from tests.helpers import error_lines, rank_pid, wait_for
 
 # The cut link is noticed by Gloo's time-out (HOROVOD_GLOO_TIMEOUT_SECONDS,
 # 30 s by default); the test shortens it.
@@ -51,7 +51,7 @@ def assert_lost_host_named(code, output, how, model_dir):
   """One error line naming lh2 and the relaunch, no rank's traceback, and
   rank 0's checkpoint (step >= 20) intact in `model_dir`."""
   assert code != 0
-  errors = hostjobs.error_lines(output)
+  errors = error_lines(output)
   assert len(errors) == 1, output[-6000:]
   assert ("error: on lh1: lost host lh2 (ranks 2, 3: {})".format(how)
           in errors[0]), errors[0]

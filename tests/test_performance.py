@@ -10,7 +10,7 @@ import pytest
 
 from legacy_hvd import placement
 from tests.helpers import (REPO, assert_ok, horovodrun, rank_pid, read_results,
-                           run_module, wait_for)
+                           run_module, start, wait_for)
 
 PLACEMENT = re.compile(r"Rank (\d) \(local \d of (\d)\): (pinned to|unpinned, "
                        r"on) cores ([\d,-]+); (\d+) intra-op, (\d+) inter-op")
@@ -79,11 +79,8 @@ def test_a_rank_is_pinned_but_horovods_threads_run_anywhere(tmp_path, module):
   model_dir = tmp_path / "model"
   log_path = tmp_path / "job.log"
   with open(log_path, "w") as log:
-    job = subprocess.Popen(
-        ["horovodrun", "-np", "2", "-H", "localhost:2", sys.executable, "-m",
-         module, f"--model_dir={model_dir}", "--max_steps=100000",
-         "--log_every_n_steps=10"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    job = start(2, module, [f"--model_dir={model_dir}", "--max_steps=100000",
+                            "--log_every_n_steps=10"], log)
     try:
       wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
       for rank in (0, 1):

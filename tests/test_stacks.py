@@ -4,14 +4,12 @@
 `make test TF_VERSION=2.18.1` and `make test HOROVOD_CONTROLLER=mpi` run the
 whole suite, these included, on the other stacks.
 """
-import subprocess
-import sys
 
 import horovod.tensorflow as hvd
 import pytest
 
 from legacy_hvd import hooks
-from tests.helpers import REPO, assert_ok, read_results
+from tests.helpers import assert_ok, horovodrun, read_results
 
 needs_mpi = pytest.mark.skipif(
     not hvd.mpi_built(), reason="this Horovod was built without MPI; "
@@ -27,13 +25,6 @@ def test_broadcast_hook_is_horovods_where_it_exists():
         hooks._BroadcastGlobalVariablesHook)
 
 
-def train_under(launcher, model_dir):
-  command = [*launcher, sys.executable, "-m", "legacy_hvd.train",
-             f"--model_dir={model_dir}", "--max_steps=30"]
-  return subprocess.run(command, cwd=REPO, capture_output=True, text=True,
-                        timeout=240)
-
-
 @needs_mpi
 @pytest.mark.parametrize("launcher", [
     ["horovodrun", "--mpi", "-np", "2", "-H", "localhost:2"],
@@ -42,7 +33,9 @@ def train_under(launcher, model_dir):
     ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"],
 ], ids=["horovodrun-mpi", "mpirun"])
 def test_main_job_under_mpi(tmp_path, isolated_cache, launcher):
-  process = train_under(launcher, tmp_path / "model")
+  process = horovodrun(2, "legacy_hvd.train", [
+      f"--model_dir={tmp_path / 'model'}", "--max_steps=30"],
+                       launcher=launcher)
   assert_ok(process)
   results = read_results(tmp_path / "model")
   assert results["world_size"] == 2 and results["steps"] == 30

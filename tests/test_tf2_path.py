@@ -3,7 +3,8 @@ import json
 import subprocess
 import sys
 
-from tests.helpers import REPO, assert_ok, horovodrun, read_results
+from tests.helpers import (REPO, assert_ok, error_lines, horovodrun,
+                           read_results)
 
 STEPS = 30
 
@@ -52,6 +53,5 @@ def test_tf2_rejects_gradient_accumulation_in_one_line(tmp_path):
                        ["--backward_passes_per_step=2",
                         f"--model_dir={tmp_path}/m"], timeout=90)
   assert process.returncode != 0
-  errors = [l for l in (process.stdout + process.stderr).splitlines()
-            if ": error: " in l]
+  errors = error_lines(process)
   assert len(errors) == 1 and "--backward_passes_per_step" in errors[0]

@@ -24,10 +24,15 @@ def main(argv):
     cli.fail(str(e))
 
 
-if __name__ == "__main__":
+def run():
+  """Console-script entry point (legacy-hvd-data)."""
   flags.DEFINE_string("dest", None, "Directory to download and extract into.")
   flags.DEFINE_string("url", download.DEFAULT_URL, "Where the archive is.")
   flags.DEFINE_string("checksum", download.DEFAULT_CHECKSUM,
                       "Expected digest of the archive, md5:HEX or sha256:HEX.")
   flags.mark_flag_as_required("dest")
   cli.run(main, positional_args=True)
+
+
+if __name__ == "__main__":
+  run()

@@ -172,9 +172,8 @@ def _aligned_empty(count):
   """An uninitialized uint8 [count, 32, 32, 3] array whose data starts on a
   64-byte boundary. TensorFlow feeds such an array to a session without
   copying it; numpy's large arrays start 16 bytes past one, and feeding the
-  training set then copies its 150 MB (measured: the iterator's
-  initializer raised a rank's peak by 316 MiB, aligned by 153: the
-  dataset's own copy of what it was fed)."""
+  training set then copies it whole, raising every rank's peak memory by
+  the size of the training set (docs/performance.md has the figures)."""
   size = count * PIXELS
   buffer = np.empty(size + ALIGN_BYTES, np.uint8)
   offset = -buffer.ctypes.data % ALIGN_BYTES
