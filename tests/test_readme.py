@@ -265,6 +265,20 @@ def test_every_command_is_true(page):
 
 
 @pytest.mark.parametrize("page", PAGES)
+def test_flags_in_a_command_row_are_that_commands(page):
+  """A table row about one `python -m M` names only M's flags."""
+  errors = []
+  for row in re.findall(r"^\|.*\|$", read(page), re.MULTILINE):
+    modules = set(re.findall(r"python -m ([\w.]+)", row))
+    if len(modules) != 1 or module_file(next(iter(modules))) is None:
+      continue
+    command = ("module", next(iter(modules)))
+    for flag in re.findall(r"`(--\w+)[^`]*`", row):
+      check_flag(command, flag, errors, page, row[:60] + "...")
+  assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize("page", PAGES)
 def test_every_path_and_link_exists(page):
   text = read(page)
   missing = [path for path in sorted(set(PATH.findall(text)))
@@ -371,6 +385,14 @@ def test_touch_point_table_covers_the_main_job():
             if path == "legacy_hvd/train.py"}
   missing = horovod_functions("legacy_hvd/train.py") - listed
   assert not missing, f"touch points of legacy_hvd/train.py not in the table: {missing}"
+
+
+def test_layout_lists_every_module():
+  listed = set(re.findall(r"`(legacy_hvd/[\w/]+\.py)`", read("docs/layout.md")))
+  modules = {os.path.relpath(p, REPO) for p in glob.glob(
+      os.path.join(REPO, "legacy_hvd", "**", "*.py"), recursive=True)
+             if os.path.basename(p) != "__init__.py"}
+  assert not modules - listed, f"modules missing from docs/layout.md: {sorted(modules - listed)}"
 
 
 # --- flags -------------------------------------------------------------------
