@@ -1,11 +1,6 @@
 """legacy-hvd: reference Horovod data-parallel training in TF1 graph mode."""
 from setuptools import setup
 
-# One console script per entry point: legacy-hvd-train runs
-# `python -m legacy_hvd.train`, and so on (README, "Entry points").
-ENTRY_POINTS = ("train", "train_tf2", "train_keras", "evaluate", "export",
-                "predict", "preflight")
-
 setup(
     name="legacy-hvd",
     version="0.1.0",
@@ -19,11 +14,18 @@ setup(
     # is installed. These floors are the oldest versions the TF 1.15 stack
     # runs with.
     install_requires=["absl-py>=0.9", "numpy>=1.16"],
+    # One console script per entry point: legacy-hvd-train runs what
+    # `python -m legacy_hvd.train` runs, and so on.
     entry_points={
         "console_scripts": [
-            "legacy-hvd-{}=legacy_hvd.{}:run".format(name.replace("_", "-"),
-                                                     name)
-            for name in ENTRY_POINTS
-        ] + ["legacy-hvd-data=legacy_hvd.data.__main__:run"],
+            "legacy-hvd-train=legacy_hvd.train:run",
+            "legacy-hvd-train-tf2=legacy_hvd.train_tf2:run",
+            "legacy-hvd-train-keras=legacy_hvd.train_keras:run",
+            "legacy-hvd-evaluate=legacy_hvd.evaluate:run",
+            "legacy-hvd-export=legacy_hvd.export:run",
+            "legacy-hvd-predict=legacy_hvd.predict:run",
+            "legacy-hvd-preflight=legacy_hvd.preflight:run",
+            "legacy-hvd-data=legacy_hvd.data.__main__:run",
+        ],
     },
 )

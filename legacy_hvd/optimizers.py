@@ -6,7 +6,7 @@
     keras("adam", learning_rate, adam_epsilon=1e-8)   # Keras made to match v1
     keras("adam", classes=compat.keras_optimizers())  # what Horovod's Keras wraps
 
-They differ in ways that matter when porting (README, "TF1 vs TF2"): Keras
+They differ in ways that matter when porting (docs/tf1-vs-tf2.md): Keras
 Adam's default epsilon is 1e-7 against v1's 1e-8, and Keras SGD with
 momentum folds the learning rate into the velocity, so the two momentum
 rules part ways whenever the rate changes (warm-up). Never imports Horovod.

@@ -28,11 +28,10 @@ STACKS = {"tf1.15": sys.executable, "tf2": TF2_PYTHON}
 DIRECTIONS = [("tf1.15", "tf2"), ("tf2", "tf1.15")]
 FIRST_STEPS, TOTAL_STEPS = 20, 40
 # Per-step loss after a resume on the other stack vs the run that never
-# stopped. The stacks' kernels round differently in the last bits (README,
-# "TF 1.15 and TF 2"), which Adam amplifies: measured at most 1.6e-5 in the
-# 20 steps after a resume (2.8e-3 in 100, on real CIFAR-10). A resume that
-# lost the optimizer's slots or the data position sees another update or
-# batch, and a step's loss on another batch differs by 0.12 (median).
+# stopped. The stacks' kernels round differently in the last bits, which
+# Adam amplifies (docs/stacks.md, "How close the stacks are", has the
+# figures); a resume that lost the optimizer's slots or the data position
+# sees another update or batch, whose loss differs a hundred times more.
 LOSS_TOLERANCE = 1e-3
 TIMEOUT = 300
 

@@ -159,3 +159,14 @@ def test_data_index_names_every_module_and_what_exists():
     assert name in public_names(os.path.join(PACKAGE, "data",
                                              f"{module}.py")), (
         f"{module}.{name} does not exist")
+
+
+def test_every_entry_point_has_a_console_script_that_exists():
+  with open(os.path.join(REPO, "setup.py")) as f:
+    scripts = dict(re.findall(r'"(legacy-hvd-[\w-]+)=legacy_hvd\.([\w.]+):run"',
+                              f.read()))
+  assert sorted(scripts.values()) == sorted(ENTRY_POINTS)
+  for script, module in scripts.items():
+    assert script == "legacy-hvd-" + module.split(".")[0].replace("_", "-")
+    path = os.path.join(PACKAGE, *module.split(".")) + ".py"
+    assert "run" in public_names(path), f"{module} has no run() for {script}"

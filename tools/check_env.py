@@ -16,7 +16,13 @@ OPEN_MPI_PACKAGES = ("libopenmpi-dev", "openmpi-bin")
 
 # TensorFlow 2.15 publishes wheels for CPython 3.9-3.11; 2.16-2.18 add 3.12.
 # TensorFlow 1.15, the last TF1, for CPython 3.5-3.7: the project needs 3.7.
-SUPPORTED_PYTHONS = {"1": ((3, 7),), "2": ((3, 9), (3, 10), (3, 11), (3, 12))}
+# By TensorFlow major.minor (docs/stacks.md): the Pythons it has wheels for.
+SUPPORTED_PYTHONS = {
+    "1.15": ((3, 7),),
+    "2.15": ((3, 9), (3, 10), (3, 11)),
+    "2.16": ((3, 9), (3, 10), (3, 11), (3, 12)),
+    "2.18": ((3, 9), (3, 10), (3, 11), (3, 12)),
+}
 
 
 def fail(message):
@@ -41,13 +47,14 @@ def ensure_mpi():
 
 def check_prerequisites(controller, tf_version):
   version = sys.version_info[:2]
-  supported = SUPPORTED_PYTHONS.get(tf_version.split(".")[0], ())
+  supported = SUPPORTED_PYTHONS.get(".".join(tf_version.split(".")[:2]), ())
   if version not in supported:
     fail(f"Python {version[0]}.{version[1]} is not supported with TensorFlow "
          f"{tf_version}; expected one of "
          + ", ".join(f"{a}.{b}" for a, b in supported)
          + f" (set PYTHON=python{supported[-1][0]}.{supported[-1][1]} for make)"
-         if supported else f"TensorFlow {tf_version}: expected 1.15 or 2.x")
+         if supported else f"TensorFlow {tf_version}: expected one of "
+         + ", ".join(SUPPORTED_PYTHONS))
   try:
     import venv  # noqa: F401  (Debian ships it separately: python3-venv)
   except ImportError:

@@ -35,7 +35,7 @@ TIMEOUT_SECONDS = 1800    # one horovodrun job
 # With one intra-op thread, TF1's DirectSession and TF2's function runtime
 # run single-threaded kernels that round differently (an ulp of the loss by
 # step 4, amplified by Adam's first steps); from two threads on, the paths
-# are bitwise identical. Measured with this tool; see README.
+# are bitwise identical. Measured with this tool (docs/tf1-vs-tf2.md).
 PARITY_THREADS = 2
 EXACT_FLOOR = 1e-12       # where a zero difference is drawn on the log axis
 # Why a path may part from the TF1 one, keyed by (implementation, optimizer).
@@ -74,7 +74,7 @@ FIT_CAUSES = {
                 "only while the rate is constant (not during warm-up).",
 }
 # Why the TF1 job on two TensorFlows parts (measured with this tool and
-# per-op comparisons; README, "TF 1.15 and TF 2").
+# per-op comparisons; docs/stacks.md, "How close the stacks are").
 STACK_CAUSE = (
     "different CPU kernels, not different math: both stacks build the same "
     "graph and feed it bitwise-equal data order, augmentation, normalized "
