@@ -21,6 +21,7 @@ setup(
             "legacy-hvd-train=legacy_hvd.train:run",
             "legacy-hvd-train-tf2=legacy_hvd.train_tf2:run",
             "legacy-hvd-train-keras=legacy_hvd.train_keras:run",
+            "legacy-hvd-train-estimator=legacy_hvd.train_estimator:run",
             "legacy-hvd-evaluate=legacy_hvd.evaluate:run",
             "legacy-hvd-export=legacy_hvd.export:run",
             "legacy-hvd-predict=legacy_hvd.predict:run",

@@ -6,6 +6,7 @@ legacy-hvd-NAME with `-` for `_`), each a sequence of what it does:
   train         the TF1 graph job: MonitoredTrainingSession, hooks
   train_tf2     its TF2 twin: tf.function + DistributedGradientTape
   train_keras   the TF2 path as Keras users write it: model.fit
+  train_estimator  the TF1 job as tf.estimator code (TF <= 2.15)
   evaluate      scores a saved checkpoint on the test set, across ranks
   export        a checkpoint as a SavedModel or a frozen graph
   predict       classifies image files with an export
@@ -15,9 +16,9 @@ legacy-hvd-NAME with `-` for `_`), each a sequence of what it does:
 Modules, by layer; a module imports only from its own layer and those
 below it (tests/test_layers.py reads the imports and checks it):
 
-  trainer core: trainer, eager_trainer
+  trainer core: trainer, eager_trainer, graph_trainer
       What the trainers share: the run's plan, input, progress, world line,
-      start-up, restore and final evaluation.
+      start-up, restore and final evaluation; the two graph trainers' step.
   distributed side: faults, startup, hooks, callbacks, devices, peers,
       world, placement, checkpoints, results, feasibility, no_horovod
       Horovod, hosts, processes and files of a job; never reaches a trainer.

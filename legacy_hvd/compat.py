@@ -8,6 +8,7 @@
     compat.crop_from_uniform_draws(image, size, seed)   # their TF 1.15
     compat.flip_from_uniform_draw(image, seed)          # stand-ins
     compat.AUTOTUNE                  # tf.data's "pick the parallelism"
+    compat.estimator()               # tf.estimator (v1 API), None on 2.16+
     compat.package_version("tensorflow-cpu", "tensorflow")   # installed version
     compat.extract_tar(tar, target)  # refuses links, devices, paths outside
     compat.extract_checked(tar, target)   # its Python 3.7 stand-in
@@ -68,6 +69,15 @@ def enable_op_determinism():
     enable()
   else:
     os.environ["TF_DETERMINISTIC_OPS"] = "1"
+
+
+def estimator():
+  """tf.compat.v1.estimator (TF 1.15 to 2.15), or None: TensorFlow 2.16
+  removed tf.estimator (tensorflow-estimator ends at 2.15)."""
+  try:
+    return tf.compat.v1.estimator
+  except (AttributeError, ImportError):
+    return None
 
 
 def stateless_random_crop(image, size, seed):

@@ -2,6 +2,8 @@
 
     BroadcastGlobalVariablesHook(root_rank)   # Horovod's, or ours on TF >= 2.16
     IteratorInitializerHook(iterator.initializer, feed_fn)   # feed_fn(session)
+    input_fn = ArrayInput(images, labels, make_dataset, examples_per_step)
+    estimator.train(input_fn, hooks=[..., input_fn])   # also its feeding hook
     ProgressHook(progress, fetches, summary_dir, step_log, digest)
     StopRequestHook(stop_signals, flag, any_flag)   # all ranks stop together
     FinalHook(fn)                             # runs fn(session) before close
@@ -55,6 +57,43 @@ class IteratorInitializerHook(tf.train.SessionRunHook):
 
   def after_create_session(self, session, coord):
     session.run(self._initializer, self._feed_fn(session))
+
+
+class ArrayInput(tf.train.SessionRunHook):
+  """An Estimator input_fn over numpy arrays, and the hook that feeds them.
+
+  The arrays reach the graph through placeholders fed once when a session
+  starts, not as constants: the training set would otherwise be copied into
+  every graph Estimator builds (a GraphDef holds at most 2 GB).
+  make_dataset(images, labels, skip_examples) -> tf.data.Dataset; on
+  resume the input continues where the interrupted run stopped
+  (skip_examples = global step x examples_per_step). Pass the object both
+  as the input_fn and among the hooks, after the broadcast hook (the global
+  step it reads is rank 0's then).
+  """
+
+  def __init__(self, images, labels, make_dataset, examples_per_step=0):
+    self._arrays = (images, labels)
+    self._make_dataset = make_dataset
+    self._examples_per_step = examples_per_step
+    self._feeds = self._initializer = None
+
+  def __call__(self):
+    images = tf.placeholder(tf.uint8, self._arrays[0].shape)
+    labels = tf.placeholder(tf.int32, self._arrays[1].shape)
+    skip_examples = tf.placeholder_with_default(tf.constant(0, tf.int64), [])
+    iterator = tf.data.make_initializable_iterator(
+        self._make_dataset(images, labels, skip_examples))
+    self._feeds = (images, labels, skip_examples)
+    self._initializer = iterator.initializer
+    return iterator.get_next()
+
+  def after_create_session(self, session, coord):
+    images, labels, skip_examples = self._feeds
+    step = session.run(tf.train.get_global_step())
+    session.run(self._initializer, {
+        images: self._arrays[0], labels: self._arrays[1],
+        skip_examples: step * self._examples_per_step})
 
 
 class ProgressHook(tf.train.SessionRunHook):

@@ -17,13 +17,12 @@ from flags import define_trainer_flags
 from legacy_hvd import cli
 from legacy_hvd import devices
 from legacy_hvd import faults
+from legacy_hvd import graph_trainer
 from legacy_hvd import hooks
 from legacy_hvd import model
 from legacy_hvd import no_horovod
 from legacy_hvd import numerics
-from legacy_hvd import optimizers
 from legacy_hvd import results
-from legacy_hvd import schedule
 from legacy_hvd import scoring
 from legacy_hvd import startup
 from legacy_hvd import trainer
@@ -50,32 +49,9 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
   iterator = tf.data.make_initializable_iterator(dataset)
   images, labels = iterator.get_next()
 
-  params = model.create_variables(config.seed)
-  loss, accuracy = model.loss_and_accuracy(model.forward(images, params),
-                                           labels)
-  # Horovod: the learning rate scaled with the number of workers, warming up.
-  learning_rate = schedule.learning_rate(global_step, config.lr,
-                                         plan.lr_scale, plan.warmup_steps)
-  optimizer = optimizers.v1(config.optimizer, learning_rate,
-                            config.adam_epsilon)
-  # Horovod: average gradients over all ranks with allreduce before updating.
-  optimizer = horovod.DistributedOptimizer(
-      optimizer, compression=trainer.compression(config, horovod),
-      backward_passes_per_step=config.backward_passes_per_step,
-      average_aggregated_gradients=True)
-  grads_and_vars = optimizer.compute_gradients(loss)
-  # The averaged gradients are the same on every rank: checking them stops
-  # all ranks in the same step, before a NaN or Inf reaches the weights.
-  train_op = optimizer.apply_gradients(
-      [(numerics.checked(g), v) for g, v in grads_and_vars],
-      global_step=global_step)
-  with tf.control_dependencies([train_op]):
-    # The step this run ended at; a plain read might see it before or after
-    # the increment.
-    step_after = global_step.read_value()
-  for name, value in (("loss", loss), ("accuracy", accuracy),
-                      ("learning_rate", learning_rate)):
-    tf.summary.scalar(name, value)
+  step = graph_trainer.build_step(config, plan, global_step, images, labels,
+                                  horovod)
+  params = step.params
 
   # Horovod: the evaluation's allreduce and the weight check's allgather are
   # built now, before MonitoredTrainingSession finalizes the graph.
@@ -83,15 +59,8 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
       data.test_images.shape, params, num_shards=ranks.size,
       shard_index=ranks.rank,
       sum_fn=lambda counts: horovod.allreduce(counts, op=horovod.Sum))
-  digest = model.weight_digest(params)
-  all_digests = horovod.allgather(digest[None])
-  stop_flag = tf.placeholder_with_default(0.0, [])
-  # Horovod: a stop request on any rank reaches all ranks in the same step
-  # (a one-float allreduce with no inputs from the step, so it overlaps the
-  # step's compute; alone, a rank needs no agreement and no trip through
-  # Horovod's loop).
-  any_stop = (horovod.allreduce(stop_flag, op=horovod.Average)
-              if ranks.size > 1 else stop_flag)
+  all_digests = horovod.allgather(step.digest[None])
+  stop_flag, any_stop = graph_trainer.stop_request(ranks.size, horovod)
 
   def finish(session):
     return (test_set.run(session, data.test_images, data.test_labels),
@@ -99,7 +68,9 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
 
   progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
   rank0 = ranks.rank == 0
-  stop = hooks.StopRequestHook(stop_signals, stop_flag, any_stop)
+  stop, progress_hook = graph_trainer.step_hooks(
+      step, stop_signals, stop_flag, any_stop, progress, step_log,
+      summary_dir=config.model_dir if rank0 else None)
   final = hooks.FinalHook(finish, skip_if=lambda: stop.stopped)
   train_hooks = [
       # Horovod: all ranks stop at the same global step.
@@ -111,11 +82,7 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
               train_labels: data.train_labels,
               skip_examples: session.run(global_step) * config.batch_size}),
       stop,
-      hooks.ProgressHook(
-          progress, {"global_step": step_after, "loss": loss,
-                     "accuracy": accuracy, "learning_rate": learning_rate},
-          summary_dir=config.model_dir if rank0 else None,
-          step_log=step_log, digest=digest),
+      progress_hook,
       final,
   ]
   if config.horovod:
@@ -139,7 +106,7 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
       log_step_count_steps=None) as session:
     while not session.should_stop():
       try:
-        session.run(step_after)
+        session.run(step.step_after)
       except tf.errors.InvalidArgumentError as e:
         if not numerics.is_non_finite_gradient(e):
           raise
@@ -171,7 +138,7 @@ def main(argv):
       ranks.rank, faults.model_dir_checks(config.model_dir,
                                           model.PARAM_SHAPES),
       horovod.broadcast)
-  roster = trainer.gather_roster(ranks.rank, graph_allgather(horovod))
+  roster = trainer.gather_roster(ranks.rank, graph_trainer.graph_allgather(horovod))
   watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
                                   config.model_dir)
   if ranks.rank == 0:
@@ -184,17 +151,6 @@ def main(argv):
     if ranks.size == 1 or not watch.check():
       raise
   trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf1")
-
-
-def graph_allgather(horovod):
-  """uint8 row [n] -> every rank's rows [size, n], in a session of its own."""
-  def allgather(row):
-    with tf.Graph().as_default(), tf.Session(
-        config=devices.session_config()) as session:
-      mine = tf.placeholder(tf.uint8, row.shape)
-      # Horovod: every rank's row, in rank order.
-      return session.run(horovod.allgather(mine[None]), {mine: row})
-  return allgather
 
 
 def run():

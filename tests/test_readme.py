@@ -25,6 +25,7 @@ from absl import flags
 import pytest
 
 from flags import define_trainer_flags
+from flags.estimator import define_estimator
 from flags.keras import define_keras
 from flags.tf2 import define_tf2
 from tests.helpers import REPO
@@ -48,7 +49,9 @@ def trainer_flags(module):
   """The FlagValues of one trainer entry point (None for other modules)."""
   defines = {"legacy_hvd.train": [define_trainer_flags],
              "legacy_hvd.train_tf2": [define_trainer_flags, define_tf2],
-             "legacy_hvd.train_keras": [define_trainer_flags, define_keras]}
+             "legacy_hvd.train_keras": [define_trainer_flags, define_keras],
+             "legacy_hvd.train_estimator": [define_trainer_flags,
+                                            define_estimator]}
   if module not in defines:
     return None
   flag_values = flags.FlagValues()
@@ -57,7 +60,8 @@ def trainer_flags(module):
   return flag_values
 
 
-TRAINERS = ("legacy_hvd.train", "legacy_hvd.train_tf2", "legacy_hvd.train_keras")
+TRAINERS = ("legacy_hvd.train", "legacy_hvd.train_tf2", "legacy_hvd.train_keras",
+            "legacy_hvd.train_estimator")
 # absl's own flags, which every absl entry point takes.
 ABSL_FLAGS = {"help", "helpshort", "helpfull", "helpxml", "flagfile",
               "undefok", "only_check_args"}

@@ -1,7 +1,7 @@
 """Runs the TF1 and TF2 paths, and stacks, side by side; reports where they differ.
 
     python tools/compare_paths.py --np 2 --steps 200 --out DIR \
-        [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8]
+        [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8,estimator]
     python tools/compare_paths.py --np 2 --steps 200 --out DIR --impls none \
         --stacks .venv-tf1.15.5/bin/python    # the TF1 job on TF 1.15 too
 
@@ -9,7 +9,8 @@ Each path runs under `horovodrun -np N` with the same seed, initial weights
 and data order, for the same number of steps, logging every step's loss and,
 every --digest_every steps, a digest of the weights: the TF1 job
 (legacy_hvd.train), the TF2 loop (legacy_hvd.train_tf2, tf2-<impl>) and
-Keras fit (legacy_hvd.train_keras, keras-fit). --stacks adds the TF1
+Keras fit (legacy_hvd.train_keras, keras-fit) and the Estimator job
+(legacy_hvd.train_estimator, estimator: TF <= 2.15). --stacks adds the TF1
 path run by another stack's Python (and the horovodrun beside it), compared
 with the TF1 path of this one. Writes
   DIR/report.json   every figure below, machine-readable
@@ -95,7 +96,10 @@ IMPLS = {
     "fit": ("keras-fit", "legacy_hvd.train_keras", []),
     "fit-eps1e-8": ("keras-fit-eps1e-8", "legacy_hvd.train_keras",
                     ["--adam_epsilon=1e-8"]),
+    "estimator": ("estimator", "legacy_hvd.train_estimator", []),
 }
+# Paths whose checkpoints hold the TF1 job's variable names.
+NAME_BASED = {"legacy_hvd.train", "legacy_hvd.train_estimator"}
 
 
 def parse_args(argv):
@@ -107,6 +111,7 @@ def parse_args(argv):
                       help="TF2 variants to run, comma-separated: the TF2 "
                       "loop with optimizer v1, keras, keras-eps1e-8 (Keras "
                       "Adam with v1's epsilon); Keras fit: fit, fit-eps1e-8; "
+                      "the Estimator job: estimator; "
                       "none: no TF2 path run")
   parser.add_argument("--stacks", default="",
                       help="Pythons of other stacks' venvs (comma-separated, "
@@ -302,7 +307,8 @@ def main(argv=None):
   plans = [("tf1", "legacy_hvd.train", [], False, sys.executable)]
   for impl in args.impls:
     name, module, extra = IMPLS[impl]
-    plans.append((name, module, extra, True, sys.executable))
+    plans.append((name, module, extra, module not in NAME_BASED,
+                  sys.executable))
   for python in args.stacks:
     plans.append((f"tf1-tf{stacks.tensorflow_version(python)}",
                   "legacy_hvd.train", [], False, python))
