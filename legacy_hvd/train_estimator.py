@@ -24,6 +24,7 @@ are closed here (docs/pitfalls.md):
 Refused where tf.estimator does not exist (TensorFlow >= 2.16).
 `grep -n "Horovod:"` lists every distributed touch point.
 """
+import os
 import tempfile
 
 from absl import flags
@@ -179,7 +180,7 @@ def main(argv):
   # Estimator logs at INFO, on every rank, its RunConfig, each model_fn call
   # and session, and every evaluation's arrays: they would bury the job's
   # own lines (TensorFlow's warnings still show).
-  tf.get_logger().setLevel(logging.WARNING)
+  tf.get_logger().setLevel("WARNING")
   stop_signals = StopSignals().install()
   tf.disable_v2_behavior()
   data, own_threads = startup.before_horovod(config)
@@ -200,9 +201,9 @@ def main(argv):
     # Estimator.train would return at once on rank 0 only.
     if ranks.rank == 0:
       logging.info("Nothing to train: the checkpoint in %s is at step %d, "
-                   "--max_steps is %d; results of that run are in %s",
+                   "--max_steps is %d; that run's results are in %s",
                    config.model_dir, start_step, plan.max_steps,
-                   results.RESULTS_FILE)
+                   os.path.join(config.model_dir, results.RESULTS_FILE))
     return
   roster = trainer.gather_roster(ranks.rank,
                                  graph_trainer.graph_allgather(hvd))

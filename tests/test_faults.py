@@ -1,8 +1,9 @@
 """Faults with real horovodrun jobs and real signals: nothing hangs or is lost.
 
 The TF1 job's fault tests run against both TF2 variants too (the tf.function
-loop, legacy_hvd.train_tf2, and Keras fit, legacy_hvd.train_keras): the same
-behaviour and messages."""
+loop, legacy_hvd.train_tf2, and Keras fit, legacy_hvd.train_keras) and the
+Estimator job (legacy_hvd.train_estimator, where tf.estimator exists): the
+same behaviour and messages."""
 import collections
 import json
 import os
@@ -15,6 +16,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from legacy_hvd import checkpoints
+from legacy_hvd import compat
 from tests.helpers import (assert_ok, error_lines, horovodrun, rank_pid,
                            read_results, start, wait_for)
 
@@ -39,6 +41,9 @@ TRAINERS = [
     Trainer("legacy_hvd.train_tf2", "ckpt", TF2_WEIGHTS, "tf2"),
     Trainer("legacy_hvd.train_keras", "ckpt", TF2_WEIGHTS, "keras-fit"),
 ]
+if compat.estimator() is not None:   # tf.estimator: TF <= 2.15
+  TRAINERS.append(Trainer("legacy_hvd.train_estimator", "model.ckpt",
+                          ["conv1/weights", "dense/weights"], "estimator"))
 
 
 def launch(np, model_dir, log, *args, module="legacy_hvd.train"):
