@@ -24,6 +24,7 @@ are closed here (docs/pitfalls.md):
 Refused where tf.estimator does not exist (TensorFlow >= 2.16).
 `grep -n "Horovod:"` lists every distributed touch point.
 """
+import gc
 import os
 import tempfile
 
@@ -220,6 +221,11 @@ def main(argv):
       # the first surviving rank names it in one line.
       if ranks.size == 1 or not watch.check():
         raise
+  # Estimator's graphs are cycles of many Python objects: the interpreter's
+  # last collection at exit took seconds, and after a stop signal horovodrun
+  # kills a rank still exiting after 5 s. The process ends here, so its
+  # objects need no collection: frozen, they get none.
+  gc.freeze()
   trainer.finish(summary, stop_signals, config, data, ranks.rank,
                  "estimator")
 

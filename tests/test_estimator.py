@@ -65,7 +65,7 @@ def test_rerun_of_a_finished_job_ends_at_once_on_every_rank(job):
   assert read_results(root / "model") == before   # its results stand
 
 
-def test_checkpoints_continue_on_the_monitored_training_session_job(job):
+def test_checkpoints_continue_on_the_mts_job_and_back(job):
   root, _, env, _ = job
   model_dir = root / "model"
   estimator_names = tf.train.load_checkpoint(
@@ -81,3 +81,11 @@ def test_checkpoints_continue_on_the_monitored_training_session_job(job):
   assert tf.train.load_checkpoint(
       str(model_dir)).get_variable_to_shape_map() == estimator_names
   assert glob.glob(str(model_dir / "model.ckpt-50.index"))
+  # And the Estimator job continues the MTS job's run.
+  process = horovodrun(2, "legacy_hvd.train_estimator",
+                       [f"--model_dir={model_dir}", f"--max_steps={STEPS + 20}"],
+                       env=env)
+  assert_ok(process)
+  results = read_results(model_dir)
+  assert results["path"] == "estimator" and results["start_step"] == STEPS + 10
+  assert results["steps"] == STEPS + 20 and results["weights_in_sync"]
