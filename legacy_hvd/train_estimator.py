@@ -90,8 +90,9 @@ def model_fn_for(config, plan, ranks, stop_signals, progress, step_log,
     summed = hvd.allreduce(total.read_value(), op=hvd.Sum)
     digests = hvd.allgather(model.weight_digest(params)[None])
     return tf.estimator.EstimatorSpec(
-        mode, loss=tf.cast(counts[0] / tf.reduce_sum(counts[11:]),
-                           tf.float32),
+        mode, loss=tf.cast(
+            counts[0] / tf.reduce_sum(counts[1 + scoring.NUM_CLASSES:]),
+            tf.float32),
         eval_metric_ops={
             "counts": (summed, total.assign_add(counts)),
             "weight_digests": (digests, tf.no_op())})

@@ -5,6 +5,7 @@ re-run finished, then continued by the MonitoredTrainingSession job.
 Its faults (SIGTERM, NaN, damaged checkpoint, bad model_dir) run with the
 other trainers' in tests/test_faults.py."""
 import glob
+import json
 import os
 import re
 import time
@@ -29,7 +30,8 @@ def job(tmp_path_factory):
   env = {"TMPDIR": str(root / "tmp"), "XDG_CACHE_HOME": str(root / "cache")}
   os.makedirs(env["TMPDIR"])
   args = [f"--model_dir={root / 'model'}", f"--max_steps={STEPS}",
-          f"--eval_every_n_steps={EVERY}", "--log_every_n_steps=10"]
+          f"--eval_every_n_steps={EVERY}", "--log_every_n_steps=10",
+          "--deterministic", f"--step_log={root / 'estimator.jsonl'}"]
   process = horovodrun(2, "legacy_hvd.train_estimator", args, env=env)
   assert_ok(process)
   return root, args, env, process
@@ -48,6 +50,22 @@ def test_trains_evaluates_every_n_steps_and_writes_results(job):
   # Only rank 0 wrote anything that stays: the scratch directory Estimator
   # needs on the other ranks is gone.
   assert os.listdir(env["TMPDIR"]) == []
+
+
+def losses(step_log):
+  return [json.loads(line)["loss"] for line in step_log.read_text().splitlines()]
+
+
+def test_train_evaluate_rounds_equal_the_mts_job_bit_for_bit(job, tmp_path):
+  # The second round restores rank 0's checkpoint, broadcasts it and skips
+  # the input already read: no loss may change for it, nor for Estimator.
+  root, _, env, _ = job
+  step_log = tmp_path / "tf1.jsonl"
+  assert_ok(horovodrun(2, "legacy_hvd.train", [
+      f"--model_dir={tmp_path / 'tf1'}", f"--max_steps={STEPS}",
+      "--deterministic", f"--step_log={step_log}"], env=env))
+  assert len(losses(step_log)) == STEPS
+  assert losses(root / "estimator.jsonl") == losses(step_log)
 
 
 def test_rerun_of_a_finished_job_ends_at_once_on_every_rank(job):
