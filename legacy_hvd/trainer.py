@@ -1,4 +1,4 @@
-"""What the three trainers share, each piece once, below them all.
+"""What the trainers share, each piece once, below them all.
 
     plan = Plan.of(config, len(data.train_labels), ranks.size)
     dataset = batches(config, images, labels, ranks, skip_examples)
@@ -9,8 +9,10 @@
     finish(summary, stop_signals, config, data, ranks.rank, "tf1")
 
 The trainers are legacy_hvd.train (the TF1 graph job), legacy_hvd.train_tf2
-(the tf.function loop) and legacy_hvd.train_keras (Keras fit); the two eager
-ones share more in legacy_hvd/eager_trainer.py. Every trainer derives its
+(the tf.function loop), legacy_hvd.train_keras (Keras fit) and
+legacy_hvd.train_estimator (the TF1 job as Estimator code); the two eager
+ones share more in legacy_hvd/eager_trainer.py, the two graph ones in
+legacy_hvd/graph_trainer.py. Every trainer derives its
 steps, learning-rate scale and warm-up from one Plan, reads its shard
 through the same input pipeline, logs the same world line and writes the
 same world.json and results.json, so the paths differ only where their

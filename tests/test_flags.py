@@ -3,6 +3,7 @@ from absl import flags
 import pytest
 
 from flags import define_trainer_flags
+from flags.estimator import define_estimator
 from legacy_hvd.config import Config
 from tests.helpers import error_lines, horovodrun, run_module
 
@@ -79,3 +80,21 @@ def test_horovodrun_job_with_bad_flag_exits_with_one_line(tmp_path, arg):
   # ranks themselves must not.
   assert "]<stderr>:Traceback" not in process.stdout + process.stderr
   assert not (tmp_path / "m").exists()
+
+
+def parse_estimator(*args):
+  flag_values = flags.FlagValues()
+  define_trainer_flags(flag_values)
+  define_estimator(flag_values)
+  flag_values(["prog", *args])
+  return flag_values
+
+
+def test_estimator_flags_reach_the_config_and_refuse_what_it_cannot_run():
+  assert Config.from_flags(parse_estimator(
+      "--eval_every_n_steps=100")).eval_every_n_steps == 100
+  assert Config.from_flags(parse_estimator()) == Config()
+  with pytest.raises(flags.IllegalFlagValueError, match="--eval_every_n_steps"):
+    parse_estimator("--eval_every_n_steps=-1")
+  with pytest.raises(flags.IllegalFlagValueError, match="legacy_hvd.train only"):
+    parse_estimator("--nohorovod")
