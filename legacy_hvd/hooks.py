@@ -1,4 +1,4 @@
-"""Session hooks of the TF1 trainer, one small hook per concern.
+"""Session hooks of the TF1 trainers, one small hook per concern.
 
     BroadcastGlobalVariablesHook(root_rank)   # Horovod's, or ours on TF >= 2.16
     IteratorInitializerHook(iterator.initializer, feed_fn)   # feed_fn(session)
