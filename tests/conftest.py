@@ -72,7 +72,8 @@ def _finished_run(root, module, args, env=None):
   model_dir = root / "model"
   process = horovodrun(2, module, [
       f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-      f"--max_steps={SHARED_STEPS}", "--log_every_n_steps=10", *args],
+      f"--max_steps={SHARED_STEPS}", "--log_every_n_steps=10",
+      f"--save_checkpoints_steps={SHARED_STEPS // 2}", *args],
                        env=env, wrapper=RANK_UMASK)
   assert_ok(process)
   return Run(model_dir, data_dir, process.stdout + process.stderr, root)
@@ -113,6 +114,13 @@ def tf2_run(tmp_path_factory):
 
 
 def copy_run(run, target):
-  """A copy of `run`'s model directory at `target`, to resume or change."""
+  """A copy of `run`'s model directory at `target`, to resume or change.
+
+  The TF1 job's checkpoint state file names its checkpoints by absolute
+  path: the copy's names the copy's."""
   shutil.copytree(run.model_dir, target)
+  state = target / "checkpoint"
+  if state.exists():
+    state.write_text(state.read_text().replace(str(run.model_dir),
+                                               str(target)))
   return target
