@@ -39,8 +39,11 @@ namespace it runs in, and the root namespace has none the hosts can reach.
 
 Slots: several clusters can be up at once (the TF 2 and TF 1.15 suites run
 side by side), each with its own bridge, subnet and state directory. The
-command line uses slot 0; the test fixture takes the first free slot from 1
-on, held by a lock for its lifetime. Needs root, `ip`, `unshare`,
+command line uses slot 0 (or --slot N); the test fixture takes the first
+free slot from 1 on. Every user of a slot holds its lock (a `flock` on
+slot-N.lock) before touching it, and the hosts' anchor processes inherit
+it: a slot stays taken while its hosts are up, even after `up` has exited,
+and `up` refuses a slot another user holds instead of tearing it down. Needs root, `ip`, `unshare`,
 `nsenter` and Debian's openssh-server (installed with apt-get when missing).
 Python 3.7-compatible: the TF 1.15 suite imports it too.
 """
@@ -72,6 +75,10 @@ READY_SECONDS = 20              # for a namespace or an sshd to come up
 LINK_BURST_BYTES = 16 * 1024
 LINK_BURST_SECONDS = 0.00025
 LINK_QUEUE = "50ms"             # tbf: longest a packet may wait in the queue
+
+
+class SlotBusy(Exception):
+  """Another user holds the slot's lock."""
 
 
 class HarnessError(Exception):
@@ -327,6 +334,14 @@ class Cluster:
   def up(self):
     """Brings every host up, after removing what a killed run left."""
     ensure_prerequisites()
+    if self._lock is None:
+      try:
+        self._lock = _take_slot(self.slot)
+      except SlotBusy:
+        raise HarnessError(
+            "slot {} is in use (its lock {} is held: another test session "
+            "or `testhosts.py up`); take another --slot, or bring it down "
+            "first".format(self.slot, _lock_path(self.slot)))
     teardown(self.slot)
     with contextlib.ExitStack() as undo:
       undo.callback(self.down)   # a failure half-way leaves nothing behind
@@ -394,11 +409,13 @@ class Cluster:
     _sh(inside + ["link", "set", "lo", "up"])
     # The anchor: a process that holds the host's own UTS and mount
     # namespaces (its network one is the named netns) for as long as it lives.
+    # It inherits the slot's lock, which it holds while the host is up.
     anchor = subprocess.Popen(
         ["ip", "netns", "exec", host.netns, "unshare", "--uts", "--mount",
          "--propagation", "private", "sleep", "infinity"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        stderr=subprocess.DEVNULL, start_new_session=True,
+        pass_fds=(self._lock.fileno(),))
     host.anchor = anchor.pid
     with open(os.path.join(host.dir, "anchor.pid"), "w") as f:
       f.write("{}\n".format(anchor.pid))
@@ -470,17 +487,29 @@ def slots_in_use():
   return sorted(found)
 
 
+def _lock_path(slot):
+  return os.path.join(STATE_ROOT, "slot-{}.lock".format(slot))
+
+
+def _take_slot(slot):
+  """The open lock file of `slot`, locked by us; SlotBusy if held."""
+  os.makedirs(STATE_ROOT, exist_ok=True)
+  lock = open(_lock_path(slot), "w")
+  try:
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except OSError:
+    lock.close()
+    raise SlotBusy(slot)
+  return lock
+
+
 def _free_slot():
   """The first slot from 1 whose lock this process can take: (slot, lock)."""
-  os.makedirs(STATE_ROOT, exist_ok=True)
   for slot in range(1, MAX_SLOT + 1):
-    lock = open(os.path.join(STATE_ROOT, "slot-{}.lock".format(slot)), "w")
     try:
-      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-      lock.close()
+      return slot, _take_slot(slot)
+    except SlotBusy:
       continue
-    return slot, lock
   raise HarnessError("all {} test-host slots are in use".format(MAX_SLOT))
 
 
