@@ -9,11 +9,12 @@ import time
 
 import pytest
 
+from legacy_hvd import compat
 from tests import hostjobs
 from tests import slurmjobs
 from tests.helpers import wait_for
 
-STEPS = 300            # long enough to signal mid-run, short on 2 cores
+STEPS = 120            # long enough to signal mid-run, short on 2 cores
 FLAGS = ["--deterministic", "--max_steps={}".format(STEPS),
          "--log_every_n_steps=10", "--save_checkpoints_steps=100000"]
 JOB_TIMEOUT = 240      # seconds for one job (2 shared cores)
@@ -21,6 +22,11 @@ JOB_TIMEOUT = 240      # seconds for one job (2 shared cores)
 # ended, and the scheduler looks every sched_interval (testslurm.py).
 REQUEUE_TIMEOUT = 60
 GONE_SECONDS = 5       # after leaving squeue, nothing of the job may be left
+# The launcher and the trainers' stop are the same code on both stacks: the
+# TF 1.15 suite runs the completed job and the failed one (the launcher on
+# Python 3.7, the legacy stack's ranks as srun tasks), the default one all.
+default_stack_only = pytest.mark.skipif(
+    compat.TF1, reason="stop and requeue run on the default stack's suite")
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +91,7 @@ def test_sbatch_runs_every_rank_as_a_task_and_completes(slurm, uninterrupted):
       0: "lh1", 1: "lh1", 2: "lh2", 3: "lh2"}
 
 
+@default_stack_only
 def test_sigusr1_requeues_and_the_rerun_resumes_at_the_agreed_step(
     slurm, uninterrupted, requeued):
   job = requeued
@@ -107,6 +114,7 @@ def test_sigusr1_requeues_and_the_rerun_resumes_at_the_agreed_step(
   assert results["weight_digests"][0] == reference["weight_digests"][0]
 
 
+@default_stack_only
 def test_scancel_checkpoints_where_all_ranks_stopped_and_leaves_nothing(
     slurm, data_dir):
   job = slurmjobs.submit(slurm, "cancelled", FLAGS[1:] + [
@@ -136,3 +144,29 @@ def test_a_bad_launcher_argument_fails_the_job_in_one_line(slurm, data_dir):
   errors = hostjobs.error_lines(job.output())
   assert len(errors) == 1, job.output()
   assert "--module: invalid choice: 'legacy_hvd.nope'" in errors[0]
+
+
+@default_stack_only
+@pytest.mark.parametrize("module", ["legacy_hvd.train_tf2",
+                                    "legacy_hvd.train_keras"])
+def test_tf2_variants_stop_on_sigusr1_to_the_tasks_and_requeue(
+    slurm, data_dir, module):
+  # `--signal=USR1@N` (no B:) warns the tasks, not the batch shell: the
+  # ranks stop with 138 and the launcher requeues on that code.
+  name = module.rsplit(".", 1)[1]
+  job = slurmjobs.submit(slurm, name, ["--max_steps=50",
+                                       "--log_every_n_steps=10"],
+                         data_dir, module=module)
+  slurmjobs.wait_for_line(job, "step 10:", JOB_TIMEOUT)
+  slurm.run(["scancel", "--signal=USR1", job.id], check=True)
+  slurmjobs.wait_for_line(job, ", restart 1:", REQUEUE_TIMEOUT + 60)
+  slurmjobs.wait_gone(job, JOB_TIMEOUT)
+  output = job.output()
+  step = stopped_step(output, 10)
+  assert ("restart 1: 4 ranks on lh1:2,lh2:2; resuming at step {} in"
+          .format(step)) in output
+  assert "Resuming from global step {}".format(step) in output
+  state = job.state()
+  assert (state["JobState"], state["Restarts"]) == ("COMPLETED", "1"), \
+      output[-6000:]
+  assert read_json(job.model_dir, "results.json")["start_step"] == step
