@@ -124,21 +124,21 @@ class Signals:
     self.terminated = True
 
 
-def parse_args(argv):
-  parser = argparse.ArgumentParser(
+def parser():
+  """The launcher's own options (docs/slurm.md lists them)."""
+  options = argparse.ArgumentParser(
       prog="legacy_hvd.slurm", allow_abbrev=False,
       description="Runs a legacy_hvd trainer on this Slurm allocation; "
       "every other argument goes to the trainer.")
-  parser.add_argument("--module", default=TRAINERS[0], choices=TRAINERS,
-                      help="the trainer to run")
-  parser.add_argument("--preflight", action="store_true",
-                      help="run legacy_hvd.preflight on the allocation's "
-                      "hosts first (it logs in with ssh)")
-  parser.add_argument("--network_interface", default=None,
-                      help="the interface Gloo uses (default: the one "
-                      "holding the address each node's name resolves to)")
-  args, trainer_args = parser.parse_known_args(argv)
-  return args, trainer_args
+  options.add_argument("--module", default=TRAINERS[0], choices=TRAINERS,
+                       help="the trainer to run")
+  options.add_argument("--preflight", action="store_true",
+                       help="run legacy_hvd.preflight on the allocation's "
+                       "hosts first (it logs in with ssh)")
+  options.add_argument("--network_interface", default=None,
+                       help="the interface Gloo uses (default: the one "
+                       "holding the address each node's name resolves to)")
+  return options
 
 
 def model_dir(trainer_args):
@@ -282,7 +282,7 @@ def main(argv=None):
   try:
     if argv[:1] == ["--task"]:
       exec_task(argv[1], argv[2:], os.environ)
-    args, trainer_args = parse_args(argv)
+    args, trainer_args = parser().parse_known_args(argv)
     return launch(args, trainer_args, dict(os.environ))
   except cli.UserError as e:
     cli.fail(str(e))

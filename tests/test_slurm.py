@@ -10,9 +10,10 @@ import time
 import pytest
 
 from legacy_hvd import compat
+from legacy_hvd import slurm as slurm_launcher
 from tests import hostjobs
 from tests import slurmjobs
-from tests.helpers import wait_for
+from tests.helpers import REPO
 
 STEPS = 120            # long enough to signal mid-run, short on 2 cores
 FLAGS = ["--deterministic", "--max_steps={}".format(STEPS),
@@ -170,3 +171,24 @@ def test_tf2_variants_stop_on_sigusr1_to_the_tasks_and_requeue(
   assert (state["JobState"], state["Restarts"]) == ("COMPLETED", "1"), \
       output[-6000:]
   assert read_json(job.model_dir, "results.json")["start_step"] == step
+
+
+def test_the_allocation_is_read_as_slurm_writes_it():
+  assert slurm_launcher.tasks_per_node("2(x3),1") == [2, 2, 2, 1]
+  assert slurm_launcher.tasks_per_node("4") == [4]
+  with pytest.raises(ValueError):
+    slurm_launcher.tasks_per_node("2(x)")
+  plan = slurm_launcher.slots("lh1:2,lh2:1")
+  assert [(s.hostname, s.rank, s.local_rank, s.cross_rank, s.cross_size)
+          for s in plan] == [("lh1", 0, 0, 0, 2), ("lh1", 1, 1, 0, 1),
+                             ("lh2", 2, 0, 1, 2)]
+
+
+def test_docs_list_the_launchers_options():
+  with open(os.path.join(REPO, "docs", "slurm.md")) as f:
+    section = f.read().split("## The launcher's options")[1].split("\n## ")[0]
+  listed = set(re.findall(r"^\| `(--\w+)", section, re.MULTILINE))
+  parser_options = {
+      option for action in slurm_launcher.parser()._actions
+      for option in action.option_strings if option.startswith("--")}
+  assert listed == parser_options - {"--help"}
