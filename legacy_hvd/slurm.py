@@ -18,8 +18,8 @@ them with srun instead:
      nothing of it outlives the job;
   5. ends as Slurm should show the job: COMPLETED when every rank ended
      well; requeued (`scontrol requeue`) when the ranks were stopped by
-     the early warning, SIGUSR1; otherwise the ranks' code (FAILED, or
-     CANCELLED/TIMEOUT/PREEMPTED as Slurm decides after its SIGTERM).
+     the early warning, SIGUSR1, or by a pre-emption's SIGTERM; otherwise
+     the ranks' code (FAILED; CANCELLED or TIMEOUT as Slurm decided).
 
 Signals: SIGUSR1 to the batch shell (`--signal=B:USR1@N`, `scancel
 --batch --signal=USR1`) is forwarded to the ranks through srun; SIGUSR1 to
@@ -49,6 +49,7 @@ TRAINERS = ("legacy_hvd.train", "legacy_hvd.train_tf2",
             "legacy_hvd.train_keras")
 PLAN = "LEGACY_HVD_SLURM_HOSTS"   # the launcher's plan, read by each task
 STOPPED_FOR_REQUEUE = 128 + signal.SIGUSR1   # a rank's code after SIGUSR1
+STOPPED_BY_TERM = 128 + signal.SIGTERM
 # Seconds srun lets the other tasks run once one has ended: the trainers end
 # every rank themselves (an agreed stop, or the lost-host line after Gloo's
 # time-out); this bounds a rank that hangs anyway.
@@ -213,13 +214,33 @@ def launch(args, trainer_args, env):
   rendezvous.stop()
   if code == 0:
     return 0
-  if received.requeue or code == STOPPED_FOR_REQUEUE:
-    step = checkpoint_step(directory)
-    log("job {}: ranks stopped at step {} (SIGUSR1); requeueing".format(
-        job, step))
+  why = requeue_reason(received, code, job)
+  if why:
+    log("job {}: ranks stopped at step {} ({}); requeueing".format(
+        job, checkpoint_step(directory), why))
     subprocess.run(["scontrol", "requeue", job], check=False)
     return 0
   return code if code > 0 else 128 - code
+
+
+def requeue_reason(received, code, job):
+  """Why the job should run again, or None: the ranks were stopped by the
+  early warning (SIGUSR1 to the batch shell or to them), or by a SIGTERM
+  to the tasks alone while the job still runs (a pre-emption's GraceTime;
+  scancel and a time limit have already ended the job in Slurm)."""
+  if received.requeue or code == STOPPED_FOR_REQUEUE:
+    return "SIGUSR1"
+  if code == STOPPED_BY_TERM and job_state(job) == "RUNNING":
+    return "SIGTERM while the job runs: pre-empted"
+  return None
+
+
+def job_state(job):
+  """Slurm's JobState of `job` (RUNNING, CANCELLED, TIMEOUT, ...)."""
+  out = subprocess.run(["scontrol", "-o", "show", "job", job],
+                       stdout=subprocess.PIPE, universal_newlines=True).stdout
+  m = re.search(r"\bJobState=(\S+)", out)
+  return m.group(1) if m else None
 
 
 def preflight(hosts, trainer_args, interface, env):

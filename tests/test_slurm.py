@@ -148,22 +148,32 @@ def test_a_bad_launcher_argument_fails_the_job_in_one_line(slurm, data_dir):
 
 
 @default_stack_only
-@pytest.mark.parametrize("module", ["legacy_hvd.train_tf2",
-                                    "legacy_hvd.train_keras"])
-def test_tf2_variants_stop_on_sigusr1_to_the_tasks_and_requeue(
-    slurm, data_dir, module):
+@pytest.mark.parametrize("module,how", [
+    ("legacy_hvd.train_tf2", "warning to the tasks"),
+    ("legacy_hvd.train_keras", "pre-emption")])
+def test_tf2_variants_stop_and_requeue(slurm, data_dir, module, how):
   # `--signal=USR1@N` (no B:) warns the tasks, not the batch shell: the
-  # ranks stop with 138 and the launcher requeues on that code.
+  # ranks stop with 138 and the launcher requeues on that code. A job of
+  # the higher partition pre-empts: SIGTERM to the tasks (GraceTime), the
+  # job still RUNNING: the launcher requeues it.
   name = module.rsplit(".", 1)[1]
   job = slurmjobs.submit(slurm, name, ["--max_steps=50",
                                        "--log_every_n_steps=10"],
                          data_dir, module=module)
   slurmjobs.wait_for_line(job, "step 10:", JOB_TIMEOUT)
-  slurm.run(["scancel", "--signal=USR1", job.id], check=True)
+  if how == "pre-emption":
+    slurm.run(["sbatch", "-p", "urgent", "-N", "2", "-o", "/dev/null",
+               "--wrap", "true"], check=True)
+    signum, why = 15, "SIGTERM while the job runs: pre-empted"
+  else:
+    slurm.run(["scancel", "--signal=USR1", job.id], check=True)
+    signum, why = 10, "SIGUSR1"
   slurmjobs.wait_for_line(job, ", restart 1:", REQUEUE_TIMEOUT + 60)
   slurmjobs.wait_gone(job, JOB_TIMEOUT)
   output = job.output()
-  step = stopped_step(output, 10)
+  step = stopped_step(output, signum)
+  assert "ranks stopped at step {} ({}); requeueing".format(step, why) \
+      in output
   assert ("restart 1: 4 ranks on lh1:2,lh2:2; resuming at step {} in"
           .format(step)) in output
   assert "Resuming from global step {}".format(step) in output
