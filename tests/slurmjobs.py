@@ -38,13 +38,14 @@ class Job:
     return self.slurm.job(self.id)
 
 
-def submit(slurm, name, args, data_dir, module=None, sbatch_args=()):
-  """sbatch of 2 hosts x 2 tasks running `module` (legacy_hvd.train) into
-  <scratch>/<name> with `args`; returns a Job."""
+def submit(slurm, name, args, data_dir, module=None, tasks_per_node=2):
+  """sbatch of 2 hosts x `tasks_per_node` tasks running `module`
+  (legacy_hvd.train) into <scratch>/<name> with `args`; returns a Job."""
   scratch = slurm.cluster.scratch
-  argv = ["sbatch", "--parsable", "-N", "2", "--ntasks-per-node=2",
+  argv = ["sbatch", "--parsable", "-N", "2",
+          "--ntasks-per-node={}".format(tasks_per_node),
           "--job-name=" + name, "-o", os.path.join(scratch, name + ".out"),
-          *sbatch_args, SCRIPT]
+          SCRIPT]
   if module:
     argv.append("--module=" + module)
   argv += ["--data_dir=" + data_dir,
