@@ -15,7 +15,7 @@ from tests import hostjobs
 from tests import slurmjobs
 from tests.helpers import REPO
 
-STEPS = 120            # long enough to signal mid-run, short on 2 cores
+STEPS = 200            # long enough to signal mid-run, short on 2 cores
 FLAGS = ["--deterministic", "--max_steps={}".format(STEPS),
          "--log_every_n_steps=10", "--save_checkpoints_steps=100000"]
 JOB_TIMEOUT = 240      # seconds for one job (2 shared cores)
@@ -47,10 +47,10 @@ def uninterrupted(slurm, data_dir):
 
 @pytest.fixture(scope="module")
 def requeued(slurm, data_dir):
-  """The same job, warned with SIGUSR1 at step 20 (to the batch shell, as
+  """The same job, warned with SIGUSR1 at step 10 (to the batch shell, as
   --signal=B:USR1@N does): stopped, requeued, resumed to its end."""
   job = slurmjobs.submit(slurm, "requeued", FLAGS, data_dir)
-  slurmjobs.wait_for_line(job, "step 20:", JOB_TIMEOUT)
+  slurmjobs.wait_for_line(job, "step 10:", JOB_TIMEOUT)
   warned = time.monotonic()
   slurm.run(["scancel", "--batch", "--signal=USR1", job.id], check=True)
   slurmjobs.wait_for_line(job, "requeueing", 60)
@@ -98,7 +98,7 @@ def test_sigusr1_requeues_and_the_rerun_resumes_at_the_agreed_step(
   job = requeued
   output = job.output()
   step = stopped_step(output, 10)
-  assert 20 <= step < STEPS
+  assert 10 <= step < STEPS
   assert "ranks stopped at step {} (SIGUSR1); requeueing".format(step) \
       in output
   # The restart count and the step, in one line; the trainer agrees.
@@ -158,13 +158,13 @@ def test_tf2_variants_stop_and_requeue(slurm, data_dir, module, how):
   # job still RUNNING: the launcher requeues it. One rank per host: the
   # TF2 start-up, twice, is most of these tests' time.
   name = module.rsplit(".", 1)[1]
-  job = slurmjobs.submit(slurm, name, ["--max_steps=50",
+  job = slurmjobs.submit(slurm, name, ["--max_steps=200",
                                        "--log_every_n_steps=10"],
                          data_dir, module=module, tasks_per_node=1)
   slurmjobs.wait_for_line(job, "step 10:", JOB_TIMEOUT)
   if how == "pre-emption":
-    slurm.run(["sbatch", "-p", "urgent", "-N", "2", "-o", "/dev/null",
-               "--wrap", "true"], check=True)
+    slurm.run(["sbatch", "-p", "urgent", "-N", "2", "--exclusive", "-o",
+               "/dev/null", "--wrap", "true"], check=True)
     signum, why = 15, "SIGTERM while the job runs: pre-empted"
   else:
     slurm.run(["scancel", "--signal=USR1", job.id], check=True)
