@@ -2,7 +2,8 @@
 
 Entry points (python -m ...): legacy_hvd.train (the TF1 graph job),
 legacy_hvd.train_tf2 (its TF2 twin), legacy_hvd.evaluate, legacy_hvd.export,
-legacy_hvd.predict, legacy_hvd.data (download). Library modules: model,
+legacy_hvd.predict, legacy_hvd.data (download), legacy_hvd.slurm (runs a
+trainer under Slurm: every rank an srun task; it never imports a trainer). Library modules: model,
 schedule, optimizers, evaluation, hooks, progress, checkpoints, signals,
 runtime, results, cli, config, compat (TF 1.15 / TF 2 differences);
 data.cifar10, data.embedded, data.pipeline.

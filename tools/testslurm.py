@@ -37,7 +37,6 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 
