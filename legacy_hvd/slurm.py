@@ -167,18 +167,21 @@ def log(message):
 
 def launch(args, trainer_args, env):
   """Runs the ranks as one srun step; returns the batch script's code."""
+  # First: a warning during the set-up must not end this shell (SIGUSR1's
+  # default action).
+  received = Signals().install()
   plan = allocation(env)
   hosts = hosts_arg(plan)
   size = sum(tasks for _, tasks in plan)
   job = env["SLURM_JOB_ID"]
   restart = int(env.get("SLURM_RESTART_COUNT", "0"))
   directory = model_dir(trainer_args)
+  step = checkpoint_step(directory)
   # The restart count and the step it resumes at, in one line.
-  log("job {}, restart {}: {} ranks on {}; {}".format(
+  log("job {}, restart {}: {} ranks on {}; {} {}".format(
       job, restart, size, hosts,
-      "resuming at step {} in {}".format(checkpoint_step(directory),
-                                         directory)
-      if checkpoint_step(directory) else "starting in " + directory))
+      "resuming at step {} in".format(step) if step else "starting in",
+      directory))
   if args.preflight:
     preflight(hosts, trainer_args, args.network_interface, env)
 
@@ -208,7 +211,6 @@ def launch(args, trainer_args, env):
           "--wait={}".format(TASK_WAIT), "--mpi=none",
           sys.executable, "-m", "legacy_hvd.slurm", "--task", args.module,
           *trainer_args]
-  received = Signals().install()
   received.srun = subprocess.Popen(argv, env=task_env)
   code = received.srun.wait()
   rendezvous.stop()
