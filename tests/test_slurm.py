@@ -1,13 +1,15 @@
 """The job under a real Slurm on the test hosts (tools/testslurm.py): sbatch
-2 hosts x 2 tasks, scancel mid-run, and the early warning (SIGUSR1) that
-stops, checkpoints, requeues and resumes. Real sbatch, srun, scancel and
-scontrol; nothing of Slurm is mocked."""
+2 hosts x 2 tasks, scancel mid-run, the early warning (SIGUSR1, to the batch
+shell or to the tasks) and a pre-emption that stop, checkpoint, requeue and
+resume, for the three trainers. Real sbatch, srun, scancel and scontrol;
+nothing of Slurm is mocked."""
 import json
 import os
 import re
 import time
 
 import pytest
+import tensorflow as tf
 
 from legacy_hvd import compat
 from legacy_hvd import slurm as slurm_launcher
@@ -127,13 +129,16 @@ def test_scancel_checkpoints_where_all_ranks_stopped_and_leaves_nothing(
   print("scancel to out of squeue: {:.1f} s".format(gone - cancelled))
   time.sleep(GONE_SECONDS)
   for host in slurm.hosts:
-    assert not host.processes(job.model_dir.rsplit("/", 1)[1]), host.name
-    assert not host.processes("legacy_hvd"), host.name
+    for pattern in ("legacy_hvd", "slurmstepd", "srun"):
+      assert not host.processes(pattern), (host.name, pattern)
   output = job.output()
   step = stopped_step(output, 15)
   assert "Saving checkpoints for {} into".format(step) in output
-  from tests.test_hosts_faults import checkpoint_step
-  assert checkpoint_step(job.model_dir) == step
+  # (the state file holds the path as rank 0 saw it, inside lh1)
+  saved = tf.train.get_checkpoint_state(job.model_dir).model_checkpoint_path
+  assert saved.endswith("-{}".format(step)), saved
+  assert os.path.exists(os.path.join(
+      job.model_dir, os.path.basename(saved) + ".index"))
   assert job.state()["JobState"] == "CANCELLED"
 
 
