@@ -124,3 +124,14 @@ def copy_run(run, target):
     state.write_text(state.read_text().replace(str(run.model_dir),
                                                str(target)))
   return target
+
+
+@pytest.fixture(scope="session")
+def slurm(test_hosts):
+  """A real Slurm on lh1 and lh2 of the test hosts (tools/testslurm.py):
+  munged on each, slurmctld on lh1, slurmd on each; sbatch, srun, scancel
+  and scontrol run inside lh1. Stopped at the end of the session, before
+  the hosts go."""
+  from tools import testslurm
+  with testslurm.Slurm(test_hosts, nodes=2) as cluster:
+    yield cluster

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from legacy_hvd import checkpoints
+from legacy_hvd import checkpoint_state
 from tests.conftest import copy_run
 from tests.helpers import (assert_ok, error_lines, horovodrun, rank_pid,
                            read_results, start, wait_for)
@@ -49,7 +49,7 @@ def launch(np, model_dir, log, *args, module="legacy_hvd.train"):
 
 
 def checkpoint_step(model_dir):
-  return checkpoints.latest_step(str(model_dir)) or None
+  return checkpoint_state.latest_step(str(model_dir)) or None
 
 
 def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,
