@@ -26,6 +26,7 @@ setup(
             "legacy-hvd-export=legacy_hvd.export:run",
             "legacy-hvd-predict=legacy_hvd.predict:run",
             "legacy-hvd-preflight=legacy_hvd.preflight:run",
+            "legacy-hvd-slurm=legacy_hvd.slurm:run",
             "legacy-hvd-data=legacy_hvd.data.__main__:run",
         ],
     },

@@ -12,6 +12,7 @@ legacy-hvd-NAME with `-` for `_`), each a sequence of what it does:
   predict       classifies image files with an export
   preflight     will the job start on these hosts?
   data          downloads CIFAR-10 (legacy_hvd/data/__main__.py)
+  slurm         runs a trainer under Slurm, every rank an srun task
 
 Modules, by layer; a module imports only from its own layer and those
 below it (tests/test_layers.py reads the imports and checks it):
@@ -26,7 +27,8 @@ below it (tests/test_layers.py reads the imports and checks it):
       data.cifar10, data.embedded, data.download, data.pipeline
       The model, its maths and its input; never imports Horovod nor the
       distributed side.
-  foundation: cli, config, compat, paths, progress, signals
+  foundation: cli, config, compat, paths, progress, signals,
+      checkpoint_state
       Flag and error handling, the frozen config, the TF-version helpers;
       no Horovod.
 

@@ -1,6 +1,5 @@
 """Finding and restoring the trainer's checkpoints, with one-line errors.
 
-    step = latest_step(model_dir)               # the newest one's step, or 0
     path = latest_or_fail(model_dir)            # newest checkpoint prefix
     restore_or_fail(session, variables, path)   # in a TF1 session
     path = prepare_resume(model_dir, shapes)    # trainer, rank 0: verified
@@ -27,24 +26,6 @@ def tf2_attribute(name):
 def tf2_key(name):
   """'conv1/weights' -> the key of its value in a TF2 object checkpoint."""
   return tf2_attribute(name) + "/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-def latest_step(model_dir):
-  """The global step of the newest checkpoint named in `model_dir`'s state
-  file (model.ckpt-<step>, ckpt-<step>: every trainer's), or 0.
-
-  Only the name's basename is read: the state file may hold the path as
-  another host (or mount namespace) sees it.
-  """
-  try:
-    state = (tf.train.get_checkpoint_state(model_dir)
-             if os.path.isdir(model_dir) else None)
-  except Exception:  # a damaged state file fails to parse in many ways
-    return 0
-  if state is None or not state.model_checkpoint_path:
-    return 0
-  suffix = os.path.basename(state.model_checkpoint_path).rsplit("-", 1)[-1]
-  return int(suffix) if suffix.isdigit() else 0
 
 
 def latest_or_fail(model_dir):

@@ -20,6 +20,7 @@ from absl import logging
 import horovod.tensorflow as hvd
 import tensorflow.compat.v2 as tf
 
+from legacy_hvd import checkpoint_state
 from legacy_hvd import checkpoints
 from legacy_hvd import cli
 from legacy_hvd import model
@@ -98,7 +99,7 @@ def report_lost_peers(roster, lost, rank, model_dir):
       f"{host}:{len(ranks)}" for host, ranks in roster.hosts().items()
       if any(r not in lost for r in ranks))
   if rank == 0:
-    step = checkpoints.latest_step(model_dir)
+    step = checkpoint_state.latest_step(model_dir)
     saved = (f"rank 0's last checkpoint is step {step} in {model_dir}"
              if step else "rank 0 has saved no checkpoint yet")
   else:
@@ -118,6 +119,7 @@ def exit_if_stopped(summary, stop_signals, rank, model_dir):
   if rank == 0:
     logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
                  "current: run the same command to resume",
-                 stop_signals.requested, checkpoints.latest_step(model_dir),
+                 stop_signals.requested,
+                 checkpoint_state.latest_step(model_dir),
                  model_dir)
   sys.exit(signals.StopSignals.exit_code(stop_signals.requested))

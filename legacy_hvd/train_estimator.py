@@ -35,7 +35,7 @@ import tensorflow.compat.v1 as tf
 
 from flags import define_trainer_flags
 from flags.estimator import define_estimator
-from legacy_hvd import checkpoints
+from legacy_hvd import checkpoint_state
 from legacy_hvd import cli
 from legacy_hvd import compat
 from legacy_hvd import devices
@@ -196,7 +196,7 @@ def main(argv):
       ranks.rank, faults.model_dir_checks(config.model_dir,
                                           model.PARAM_SHAPES))
   start_step = graph_trainer.broadcast_from_rank0(
-      checkpoints.latest_step(config.model_dir) or 0 if ranks.rank == 0
+      checkpoint_state.latest_step(config.model_dir) if ranks.rank == 0
       else 0, hvd)
   plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
   if start_step >= plan.max_steps:

@@ -22,7 +22,7 @@ import dataclasses
 
 from absl import logging
 
-from legacy_hvd import checkpoints
+from legacy_hvd import checkpoint_state
 from legacy_hvd import faults
 from legacy_hvd import peers
 from legacy_hvd import results
@@ -107,7 +107,7 @@ def log_start(config, data, size, roster, trainer_name):
                     config.max_steps)
   logging.info("%s", world.describe(now))
   change = world.changes_since(now, world.read_previous(config.model_dir),
-                               checkpoints.latest_step(config.model_dir))
+                               checkpoint_state.latest_step(config.model_dir))
   if change:
     logging.warning("%s", change)
   world.write(config.model_dir, now, results.write_json)

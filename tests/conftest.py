@@ -1,12 +1,18 @@
-"""Fixtures: real CIFAR-10 (rebuilt from ../shared), isolated caches, test hosts."""
+"""Fixtures: real CIFAR-10 (rebuilt from ../shared), isolated caches, test
+hosts, and the finished runs that many tests read."""
+import collections
+import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from legacy_hvd import compat
-from tests.helpers import CIFAR10_CONVERTER, CIFAR10_JPEG
+from legacy_hvd.data import embedded
+from tests.helpers import (CIFAR10_CONVERTER, CIFAR10_JPEG, assert_ok,
+                           horovodrun)
 
 # Tests use TF2's eager API in this process; TF 1.15 needs it switched on
 # before any op is built.
@@ -49,4 +55,83 @@ def test_hosts():
     pytest.skip("test hosts need root (network and mount namespaces)")
   from tools import testhosts
   with testhosts.Cluster(hosts=3) as cluster:
+    yield cluster
+
+
+# A finished run: its model directory, its data, and what its ranks printed.
+Run = collections.namedtuple("Run", "model_dir data_dir output files")
+# Rank 0 creates files with mode 644, every other rank with 600: any file in
+# the model directory that is not group-readable was written by another rank.
+RANK_UMASK = 'if [ "$HOROVOD_RANK" != 0 ]; then umask 077; else umask 022; fi'
+SHARED_STEPS = 40
+
+
+def _finished_run(root, module, args, env=None):
+  """horovodrun -np 2 of `module` on the generated data, to its end."""
+  data_dir = embedded.ensure_generated(str(root / "data"))
+  model_dir = root / "model"
+  process = horovodrun(2, module, [
+      f"--model_dir={model_dir}", f"--data_dir={data_dir}",
+      f"--max_steps={SHARED_STEPS}", "--log_every_n_steps=10",
+      f"--save_checkpoints_steps={SHARED_STEPS // 2}", *args],
+                       env=env, wrapper=RANK_UMASK)
+  assert_ok(process)
+  return Run(model_dir, data_dir, process.stdout + process.stderr, root)
+
+
+@pytest.fixture(scope="session")
+def tf1_run(tmp_path_factory):
+  """One np=2 run of the TF1 job, shared by every test that only reads a
+  finished run: results.json and rank-0-only files, the ranks' start
+  lines, Horovod's timeline and autotune log (`files`), evaluate, export,
+  predict, plot. A test that changes the run works on a copy (copy_run)."""
+  root = tmp_path_factory.mktemp("tf1-run")
+  return _finished_run(root, "legacy_hvd.train", [], env={
+      "HOROVOD_TIMELINE": str(root / "timeline.json"),
+      "HOROVOD_AUTOTUNE": "1",
+      "HOROVOD_AUTOTUNE_LOG": str(root / "autotune.csv"),
+      "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
+      "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2"})
+
+
+@pytest.fixture(scope="session")
+def tf1_evaluation(tf1_run):
+  """legacy_hvd.evaluate (np=2) of tf1_run's checkpoint: (metrics, its
+  output)."""
+  out = tf1_run.files / "evaluate.json"
+  process = horovodrun(2, "legacy_hvd.evaluate", [
+      f"--model_dir={tf1_run.model_dir}", f"--data_dir={tf1_run.data_dir}",
+      f"--results_file={out}"])
+  assert_ok(process)
+  return json.loads(out.read_text()), process.stdout
+
+
+@pytest.fixture(scope="session")
+def tf2_run(tmp_path_factory):
+  """One np=2 run of the TF2 loop, unpinned (--nocpu_affinity)."""
+  return _finished_run(tmp_path_factory.mktemp("tf2-run"),
+                       "legacy_hvd.train_tf2", ["--nocpu_affinity"])
+
+
+def copy_run(run, target):
+  """A copy of `run`'s model directory at `target`, to resume or change.
+
+  The TF1 job's checkpoint state file names its checkpoints by absolute
+  path: the copy's names the copy's."""
+  shutil.copytree(run.model_dir, target)
+  state = target / "checkpoint"
+  if state.exists():
+    state.write_text(state.read_text().replace(str(run.model_dir),
+                                               str(target)))
+  return target
+
+
+@pytest.fixture(scope="session")
+def slurm(test_hosts):
+  """A real Slurm on lh1 and lh2 of the test hosts (tools/testslurm.py):
+  munged on each, slurmctld on lh1, slurmd on each; sbatch, srun, scancel
+  and scontrol run inside lh1. Stopped at the end of the session, before
+  the hosts go."""
+  from tools import testslurm
+  with testslurm.Slurm(test_hosts, nodes=2) as cluster:
     yield cluster

@@ -17,8 +17,8 @@ from tests.helpers import REPO
 PACKAGE = os.path.join(REPO, "legacy_hvd")
 LAYERS = ("foundation", "model side", "distributed side", "trainer core")
 ENTRY_POINTS = ("train", "train_tf2", "train_keras", "train_estimator",
-                "evaluate", "export",
-                "predict", "preflight", "data.__main__")
+                "evaluate", "export", "predict", "preflight", "slurm",
+                "data.__main__")
 
 
 def package_docstring():

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from legacy_hvd import placement
-from tests.helpers import (REPO, assert_ok, horovodrun, rank_pid, read_results,
+from tests.conftest import SHARED_STEPS
+from tests.helpers import (REPO, assert_ok, rank_pid, read_results,
                            run_module, start, wait_for)
 
 PLACEMENT = re.compile(r"Rank (\d) \(local \d of (\d)\): (pinned to|unpinned, "
@@ -41,11 +42,8 @@ def placements(output):
           for m in PLACEMENT.finditer(output)}
 
 
-def test_ranks_are_pinned_to_disjoint_cores(tmp_path):
-  process = horovodrun(2, "legacy_hvd.train",
-                       [f"--model_dir={tmp_path}", "--max_steps=5"])
-  assert_ok(process)
-  placed = placements(process.stdout + process.stderr)
+def test_ranks_are_pinned_to_disjoint_cores(tf1_run):
+  placed = placements(tf1_run.output)
   cores = placement.available_cores()
   expected = {rank: (True, placement._ranges(placement.share_of_cores(cores, rank, 2)),
                      len(placement.share_of_cores(cores, rank, 2)),
@@ -98,14 +96,10 @@ def test_a_rank_is_pinned_but_horovods_threads_run_anywhere(tmp_path, module):
       job.wait(timeout=60)
 
 
-def test_unpinned_ranks_keep_every_core_and_share_threads(tmp_path):
-  process = horovodrun(2, "legacy_hvd.train_tf2",
-                       [f"--model_dir={tmp_path}", "--max_steps=5",
-                        "--nocpu_affinity"])
-  assert_ok(process)
+def test_unpinned_ranks_keep_every_core_and_share_threads(tf2_run):
   cores = placement.available_cores()
   threads = max(1, len(cores) // 2)
-  assert placements(process.stdout + process.stderr) == {
+  assert placements(tf2_run.output) == {
       rank: (False, placement._ranges(cores), threads, threads)
       for rank in (0, 1)}
 
@@ -136,15 +130,10 @@ def test_nohorovod_misuse_is_one_line(tmp_path, module, args, env, named):
   assert not (tmp_path / "m").exists()
 
 
-def test_timeline_and_autotune_record_the_gradient_allreduces(tmp_path):
-  timeline, autotune_log = tmp_path / "timeline.json", tmp_path / "autotune.csv"
-  process = horovodrun(2, "legacy_hvd.train", [
-      f"--model_dir={tmp_path / 'm'}", "--max_steps=40"], env={
-          "HOROVOD_TIMELINE": str(timeline), "HOROVOD_AUTOTUNE": "1",
-          "HOROVOD_AUTOTUNE_LOG": str(autotune_log),
-          "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
-          "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2"})
-  assert_ok(process)
+def test_timeline_and_autotune_record_the_gradient_allreduces(tf1_run):
+  # tf1_run ran with HOROVOD_TIMELINE and HOROVOD_AUTOTUNE (conftest.py).
+  timeline = tf1_run.files / "timeline.json"
+  autotune_log = tf1_run.files / "autotune.csv"
   summary = subprocess.run(
       [sys.executable, "tools/timeline_summary.py", str(timeline), "--json"],
       cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -153,7 +142,8 @@ def test_timeline_and_autotune_record_the_gradient_allreduces(tmp_path):
   allreduced = {row["tensor"]: row["count"] for row in rows
                 if row["phase"] == "ALLREDUCE" and "gradients" in row["tensor"]}
   # One allreduce per step for each of the model's four gradients.
-  assert len(allreduced) == 4 and set(allreduced.values()) == {40}, allreduced
+  assert len(allreduced) == 4 and set(allreduced.values()) == {
+      SHARED_STEPS}, allreduced
   assert all(row["total_ms"] >= 0 for row in rows)
   # Autotune logged the parameters it tried, each with a score.
   header, *samples = autotune_log.read_text().strip().splitlines()

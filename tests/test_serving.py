@@ -1,5 +1,4 @@
 """Export, reload in plain TF2, predict, and plot a run trained for a few steps."""
-import json
 import subprocess
 import sys
 
@@ -8,24 +7,13 @@ import pytest
 import tensorflow.compat.v2 as tf   # the TF2 API, on TF 1.15 too
 
 from legacy_hvd.data import cifar10
-from legacy_hvd.data import embedded
-from tests.helpers import REPO, assert_ok, horovodrun, run_module
+from tests.helpers import REPO, assert_ok, run_module
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-  """(model_dir, data_dir, evaluate's metrics) for a 40-step np=2 run."""
-  root = tmp_path_factory.mktemp("serving")
-  data_dir = embedded.ensure_generated(str(root / "data"))
-  model_dir = root / "model"
-  assert_ok(horovodrun(2, "legacy_hvd.train",
-                       [f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-                        "--max_steps=40", "--log_every_n_steps=10"]))
-  metrics_file = root / "eval.json"
-  assert_ok(horovodrun(2, "legacy_hvd.evaluate",
-                       [f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-                        f"--results_file={metrics_file}"]))
-  return model_dir, data_dir, json.loads(metrics_file.read_text())
+def trained(tf1_run, tf1_evaluation):
+  """(model_dir, data_dir, evaluate's metrics) of the shared np=2 run."""
+  return tf1_run.model_dir, tf1_run.data_dir, tf1_evaluation[0]
 
 
 def export(model_dir, out, export_format):

@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 
+from tests.conftest import SHARED_STEPS, copy_run
 from tests.helpers import (REPO, assert_ok, error_lines, horovodrun,
                            read_results)
 
@@ -34,17 +35,18 @@ def test_compare_paths_v1_is_exact_and_keras_diverges(tmp_path, isolated_cache):
   assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_tf2_path_resumes_from_its_checkpoint(tmp_path, isolated_cache):
-  model_dir = tmp_path / "tf2"
-  args = [f"--model_dir={model_dir}", "--log_every_n_steps=10"]
-  assert_ok(horovodrun(2, "legacy_hvd.train_tf2", args + ["--max_steps=20"]))
-  first = read_results(model_dir)
-  assert first["path"] == "tf2" and first["steps"] == 20
+def test_tf2_path_resumes_from_its_checkpoint(tf2_run, tmp_path):
+  first = read_results(tf2_run.model_dir)
+  assert first["path"] == "tf2" and first["steps"] == SHARED_STEPS
   assert first["weights_in_sync"] and first["test_examples"] == 2000
-  second = horovodrun(2, "legacy_hvd.train_tf2", args + ["--max_steps=30"])
+  model_dir = copy_run(tf2_run, tmp_path / "tf2")
+  second = horovodrun(2, "legacy_hvd.train_tf2", [
+      f"--model_dir={model_dir}", f"--data_dir={tf2_run.data_dir}",
+      "--log_every_n_steps=10", f"--max_steps={SHARED_STEPS + 10}"])
   assert_ok(second)
   resumed = read_results(model_dir)
-  assert resumed["start_step"] == 20 and resumed["steps"] == 30
+  assert resumed["start_step"] == SHARED_STEPS
+  assert resumed["steps"] == SHARED_STEPS + 10
   assert resumed["weights_in_sync"]
 
 

@@ -2,18 +2,8 @@
 import os
 import stat
 
+from tests.conftest import RANK_UMASK, SHARED_STEPS, copy_run
 from tests.helpers import assert_ok, horovodrun, read_results
-
-# Rank 0 creates files with mode 644, every other rank with 600: any file in
-# the model directory that is not group-readable was written by another rank.
-RANK_UMASK = 'if [ "$HOROVOD_RANK" != 0 ]; then umask 077; else umask 022; fi'
-
-
-def train(model_dir, *args):
-  return horovodrun(2, "legacy_hvd.train",
-                    [f"--model_dir={model_dir}", "--log_every_n_steps=20",
-                     "--save_checkpoints_steps=1000", *args],
-                    wrapper=RANK_UMASK)
 
 
 def written_by_other_ranks(model_dir):
@@ -22,30 +12,39 @@ def written_by_other_ranks(model_dir):
           if not os.stat(os.path.join(d, f)).st_mode & stat.S_IRGRP]
 
 
-def test_train_resume_and_rank0_only_outputs(tmp_path, isolated_cache):
-  model_dir = tmp_path / "model"
-  first = train(model_dir, "--max_steps=60")
-  assert_ok(first)
+def test_a_run_writes_rank0_only_outputs_and_ends_in_sync(tf1_run):
+  model_dir = tf1_run.model_dir
   results = read_results(model_dir)
   assert results["world_size"] == 2 and results["global_batch"] == 128
-  assert results["start_step"] == 0 and results["steps"] == 60
+  assert results["start_step"] == 0 and results["steps"] == SHARED_STEPS
   assert results["test_examples"] == 2000
   assert results["test_accuracy"] > 0.2       # chance is 0.1
-  assert "embedded" in results["data_source"]
+  assert results["data_source"] == tf1_run.data_dir
   # Both ranks end with identical weights, bit for bit.
   digests = results["weight_digests"]
   assert len(digests) == 2 and digests[0] == digests[1]
   assert results["weights_in_sync"] is True
   assert (model_dir / "checkpoint").exists()
-  assert any(f.name.startswith("events.out.tfevents") for f in model_dir.iterdir())
+  assert (model_dir / "world.json").exists()
+  assert any(f.name.startswith("events.out.tfevents")
+             for f in model_dir.iterdir())
   assert written_by_other_ranks(model_dir) == []
-  assert "Test accuracy" in first.stderr + first.stdout
+  assert "Test accuracy" in tf1_run.output
 
-  second = train(model_dir, "--max_steps=100")
+
+def test_a_second_run_resumes(tf1_run, tmp_path):
+  model_dir = copy_run(tf1_run, tmp_path / "model")
+  digests = read_results(model_dir)["weight_digests"]
+  second = horovodrun(2, "legacy_hvd.train", [
+      f"--model_dir={model_dir}", f"--data_dir={tf1_run.data_dir}",
+      "--log_every_n_steps=20", f"--max_steps={SHARED_STEPS + 20}"],
+                      wrapper=RANK_UMASK)
   assert_ok(second)
   resumed = read_results(model_dir)
-  assert resumed["start_step"] == 60 and resumed["steps"] == 100
+  assert resumed["start_step"] == SHARED_STEPS
+  assert resumed["steps"] == SHARED_STEPS + 20
   assert resumed["weight_digests"][0] == resumed["weight_digests"][1]
   assert resumed["weight_digests"][0] != digests[0]
-  assert "Resuming from global step 60" in second.stderr + second.stdout
+  assert f"Resuming from global step {SHARED_STEPS}" in (second.stderr
+                                                         + second.stdout)
   assert written_by_other_ranks(model_dir) == []

@@ -39,8 +39,13 @@ namespace it runs in, and the root namespace has none the hosts can reach.
 
 Slots: several clusters can be up at once (the TF 2 and TF 1.15 suites run
 side by side), each with its own bridge, subnet and state directory. The
-command line uses slot 0; the test fixture takes the first free slot from 1
-on, held by a lock for its lifetime. Needs root, `ip`, `unshare`,
+command line uses slot 0 (or --slot N); the test fixture takes the first
+free slot from 1 on. Every user of a slot holds its lock (a `flock` on
+slot-N.lock) before touching it: `up` refuses a slot another user holds
+instead of tearing it down. The command line's hosts outlive `up`, so
+their anchor processes inherit the lock and hold it until `down`; a test
+session holds it itself, so the next session removes what a killed one
+left. Needs root, `ip`, `unshare`,
 `nsenter` and Debian's openssh-server (installed with apt-get when missing).
 Python 3.7-compatible: the TF 1.15 suite imports it too.
 """
@@ -72,6 +77,10 @@ READY_SECONDS = 20              # for a namespace or an sshd to come up
 LINK_BURST_BYTES = 16 * 1024
 LINK_BURST_SECONDS = 0.00025
 LINK_QUEUE = "50ms"             # tbf: longest a packet may wait in the queue
+
+
+class SlotBusy(Exception):
+  """Another user holds the slot's lock."""
 
 
 class HarnessError(Exception):
@@ -287,9 +296,12 @@ class Cluster:
   None takes the first free one from 1 on and holds it with a lock.
   link: each host's link rate, both ways, e.g. "100mbit" (Host.set_rate);
   None: no limit.
+  detached: the hosts outlive this process (the command line's `up`): their
+  anchors hold the slot's lock. Otherwise this process holds it, and the
+  next user of the slot removes what a killed one left.
   """
 
-  def __init__(self, hosts=2, slot=None, link=None):
+  def __init__(self, hosts=2, slot=None, link=None, detached=False):
     if not 1 <= hosts <= 250:
       raise ValueError("hosts: expected 1..250, got {}".format(hosts))
     self._num_hosts = hosts
@@ -303,6 +315,7 @@ class Cluster:
     self.ssh_dir = os.path.join(self.dir, "ssh")
     self.hosts = [Host(self, i) for i in range(1, hosts + 1)]
     self.link = link     # each host's link rate (Host.set_rate), or None
+    self.detached = detached
 
   def __enter__(self):
     self.up()
@@ -327,6 +340,14 @@ class Cluster:
   def up(self):
     """Brings every host up, after removing what a killed run left."""
     ensure_prerequisites()
+    if self._lock is None:
+      try:
+        self._lock = _take_slot(self.slot)
+      except SlotBusy:
+        raise HarnessError(
+            "slot {} is in use (its lock {} is held: another test session "
+            "or `testhosts.py up`); take another --slot, or bring it down "
+            "first".format(self.slot, _lock_path(self.slot)))
     teardown(self.slot)
     with contextlib.ExitStack() as undo:
       undo.callback(self.down)   # a failure half-way leaves nothing behind
@@ -394,11 +415,13 @@ class Cluster:
     _sh(inside + ["link", "set", "lo", "up"])
     # The anchor: a process that holds the host's own UTS and mount
     # namespaces (its network one is the named netns) for as long as it lives.
+    # Detached, it inherits the slot's lock and holds it while the host is up.
     anchor = subprocess.Popen(
         ["ip", "netns", "exec", host.netns, "unshare", "--uts", "--mount",
          "--propagation", "private", "sleep", "infinity"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True)
+        stderr=subprocess.DEVNULL, start_new_session=True,
+        pass_fds=(self._lock.fileno(),) if self.detached else ())
     host.anchor = anchor.pid
     with open(os.path.join(host.dir, "anchor.pid"), "w") as f:
       f.write("{}\n".format(anchor.pid))
@@ -470,17 +493,29 @@ def slots_in_use():
   return sorted(found)
 
 
+def _lock_path(slot):
+  return os.path.join(STATE_ROOT, "slot-{}.lock".format(slot))
+
+
+def _take_slot(slot):
+  """The open lock file of `slot`, locked by us; SlotBusy if held."""
+  os.makedirs(STATE_ROOT, exist_ok=True)
+  lock = open(_lock_path(slot), "w")
+  try:
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except OSError:
+    lock.close()
+    raise SlotBusy(slot)
+  return lock
+
+
 def _free_slot():
   """The first slot from 1 whose lock this process can take: (slot, lock)."""
-  os.makedirs(STATE_ROOT, exist_ok=True)
   for slot in range(1, MAX_SLOT + 1):
-    lock = open(os.path.join(STATE_ROOT, "slot-{}.lock".format(slot)), "w")
     try:
-      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-      lock.close()
+      return slot, _take_slot(slot)
+    except SlotBusy:
       continue
-    return slot, lock
   raise HarnessError("all {} test-host slots are in use".format(MAX_SLOT))
 
 
@@ -605,8 +640,8 @@ def main(argv=None):
       parser.error("--link: {}".format(e))
   try:
     if args.command == "up":
-      cluster = Cluster(hosts=args.hosts, slot=args.slot,
-                        link=args.link).up()
+      cluster = Cluster(hosts=args.hosts, slot=args.slot, link=args.link,
+                        detached=True).up()
       names = ",".join("{}:2".format(h.name) for h in cluster.hosts)
       print("testhosts: up: " + ", ".join(
           "{} {} (anchor pid {})".format(h.name, h.address, h.anchor)

@@ -1,0 +1,66 @@
+"""Submitting the job to the test hosts' Slurm, as a user would on lh1.
+
+    job = submit(slurm, "name", ["--max_steps=30"], data_dir)   # sbatch
+    wait_gone(slurm, job.id)         # out of squeue (ended, not requeued)
+    job.output()                     # its slurm-<id>.out, every restart
+    job.model_dir                    # rank 0's, as the test sees it
+
+Every job is `sbatch -N 2 --ntasks-per-node=2 slurm/train.sbatch ...` run
+inside lh1 with this test's Python first on PATH (sbatch passes the
+environment on), from the checkout.
+"""
+import os
+import time
+
+from tests.helpers import wait_for
+
+SCRIPT = "slurm/train.sbatch"
+
+
+class Job:
+
+  def __init__(self, slurm, job_id, name):
+    self.slurm = slurm
+    self.id = job_id
+    lh1 = slurm.controller
+    self.model_dir = lh1.path(os.path.join(slurm.cluster.scratch, name))
+    self.output_path = lh1.path(os.path.join(slurm.cluster.scratch,
+                                             name + ".out"))
+
+  def output(self):
+    try:
+      with open(self.output_path) as f:
+        return f.read()
+    except OSError:
+      return ""
+
+  def state(self):
+    return self.slurm.job(self.id)
+
+
+def submit(slurm, name, args, data_dir, module=None, tasks_per_node=2):
+  """sbatch of 2 hosts x `tasks_per_node` tasks running `module`
+  (legacy_hvd.train) into <scratch>/<name> with `args`; returns a Job."""
+  scratch = slurm.cluster.scratch
+  argv = ["sbatch", "--parsable", "-N", "2",
+          "--ntasks-per-node={}".format(tasks_per_node),
+          "--job-name=" + name, "-o", os.path.join(scratch, name + ".out"),
+          SCRIPT]
+  if module:
+    argv.append("--module=" + module)
+  argv += ["--data_dir=" + data_dir,
+           "--model_dir=" + os.path.join(scratch, name), *args]
+  process = slurm.run(argv, check=True)
+  return Job(slurm, process.stdout.strip().split(";")[0], name)
+
+
+def wait_for_line(job, text, timeout):
+  wait_for(lambda: text in job.output(), timeout,
+           "{!r} in job {}'s output".format(text, job.id))
+
+
+def wait_gone(job, timeout):
+  """Waits until the job has left squeue; returns when (time.monotonic())."""
+  wait_for(lambda: not job.slurm.queued(job.id), timeout,
+           "job {} to leave squeue".format(job.id))
+  return time.monotonic()
