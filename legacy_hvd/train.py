@@ -138,7 +138,8 @@ def main(argv):
       ranks.rank, faults.model_dir_checks(config.model_dir,
                                           model.PARAM_SHAPES),
       horovod.broadcast)
-  roster = trainer.gather_roster(ranks.rank, graph_trainer.graph_allgather(horovod))
+  roster = trainer.gather_roster(ranks.rank,
+                                 graph_trainer.graph_allgather(horovod))
   watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
                                   config.model_dir)
   if ranks.rank == 0:
