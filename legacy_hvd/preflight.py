@@ -17,7 +17,13 @@ horovodrun connects), it runs that same Python there and checks:
              job will use (Horovod builds its Gloo contexts on the address
              of the hostname, whatever --network-interface says);
   data       --data_dir exists there and validates (every host reads its own);
-  model_dir  --model_dir is writable on the first host, where rank 0 runs.
+  model_dir  --model_dir is writable on the host where horovodrun will
+             start rank 0.
+
+A hostfile (or -H) that horovodrun cannot use, or would use otherwise than
+meant (a slot count that is not a number, zero slots, a host listed twice,
+a blank or comment line: horovodrun 0.28.1 reads every line as a host), is
+refused before any host is contacted, one line per bad line, exit 1.
 
 It prints one table, then one line per problem, and exits 1 if there is any
 (0 otherwise). Most reports of a multi-host Horovod job that hangs in
@@ -29,12 +35,14 @@ import fcntl
 import json
 import os
 import platform
+import re
 import shlex
 import socket
 import struct
 import subprocess
 import sys
 
+from absl import app
 from absl import flags
 
 from flags import preflight as preflight_flags
@@ -133,36 +141,90 @@ def probe_main(request_json):
 
 # -- on the launching host ---------------------------------------------------
 
+# horovodrun 0.28.1 reads a hostfile line by line, every line (blank and
+# '#' lines too) as "host slots=N", turns it into -H's "host:N" and checks
+# that against this pattern (horovod.runner.common.util.hosts).
+HOSTFILE_LINE = re.compile(r"^\s*(\S+)\s+slots=(\S*)\s*$")
+HOST_NAME = re.compile(r"^[\w.-]+$")
+HOSTFILE_FORM = "expected 'host slots=N' with N >= 1, as horovodrun reads it"
+
+
 def parse_hosts(spec):
-  """'lh1:2,lh2:2' -> [('lh1', 2), ('lh2', 2)] (horovodrun's -H)."""
-  hosts = []
+  """'lh1:2,lh2:2' -> [('lh1', 2), ('lh2', 2)] (horovodrun's -H); a usage
+  error, one line per bad item, for what horovodrun cannot use."""
+  entries = []
   for item in spec.split(","):
-    name, _, slots = item.strip().partition(":")
-    if not name or (slots and not slots.isdigit()):
-      cli.fail("-H {}: {!r} is not host or host:slots".format(spec, item),
-               cli.USAGE_ERROR)
-    hosts.append((name, int(slots or 1)))
-  return hosts
+    name, colon, slots = item.strip().partition(":")
+    entries.append(("-H {}".format(spec), "item {!r}".format(item),
+                    name if colon else None, slots))
+  return _checked_hosts(entries, "expected host:slots with slots >= 1, as "
+                        "horovodrun reads it", cli.USAGE_ERROR)
 
 
 def parse_hostfile(path):
-  """Lines 'host slots=N' (or 'host') -> [(host, N)]; '#' starts a comment."""
+  """A horovodrun hostfile -> [(host, slots)], read as strictly as
+  horovodrun 0.28.1 reads it; one line per bad line of it, then exit 1."""
   try:
     with open(path) as f:
-      lines = [l.split("#")[0].split() for l in f]
+      lines = f.read().splitlines()
   except OSError as e:
-    cli.fail("--hostfile={}: {}".format(path, e.strerror), cli.USAGE_ERROR)
-  hosts = []
-  for words in filter(None, lines):
-    slots = 1
-    for word in words[1:]:
-      key, _, value = word.partition("=")
-      if key in ("slots", "max_slots") and value.isdigit():
-        slots = int(value)
-    hosts.append((words[0], slots))
-  if not hosts:
-    cli.fail("--hostfile={}: names no host".format(path), cli.USAGE_ERROR)
+    cli.fail("--hostfile={}: {}".format(path, e.strerror), cli.INPUT_ERROR)
+  if not lines:
+    cli.fail("--hostfile={}: names no host; {}".format(path, HOSTFILE_FORM),
+             cli.INPUT_ERROR)
+  entries = []
+  for number, line in enumerate(lines, 1):
+    match = HOSTFILE_LINE.match(line)
+    name, slots = match.groups() if match else (None, None)
+    if not line.strip() or line.lstrip().startswith("#"):
+      name, slots = None, ("a {} line: horovodrun reads every line as a "
+                           "host".format("blank" if not line.strip()
+                                         else "comment"))
+    entries.append(("--hostfile={}".format(path),
+                    "line {} {!r}".format(number, line), name, slots))
+  return _checked_hosts(entries, HOSTFILE_FORM, cli.INPUT_ERROR)
+
+
+def _checked_hosts(entries, form, exit_code):
+  """[(source, where in it, host, slots text)] -> [(host, slots)]; or one
+  error line per entry that horovodrun cannot use (or would use otherwise
+  than meant), then exit with `exit_code`. An entry without a host (None)
+  may say why in its slots text."""
+  found, hosts, first_seen = [], [], {}
+  for source, where, name, slots in entries:
+    at = "{}: {}".format(source, where)
+    if name is None or not HOST_NAME.match(name):
+      found.append("{}: {}{}".format(at, slots + "; " if name is None and
+                                     slots else "", form))
+    elif not slots.isdigit():
+      found.append("{}: the slot count {!r} is not a number; {}".format(
+          at, slots, form))
+    elif int(slots) == 0:
+      found.append("{}: zero slots: horovodrun starts no rank on {} (and "
+                   "rank 0 would run on another host); {}".format(
+                       at, name, form))
+    elif name in first_seen:
+      found.append("{}: {} is listed twice (also {}): its ranks would "
+                   "collide in hvd.init(); give each host one entry with "
+                   "all its slots".format(at, name, first_seen[name]))
+    else:
+      first_seen[name] = where
+      hosts.append((name, int(slots)))
+  for problem in found:
+    print(cli.error_line(problem), file=sys.stderr, flush=True)
+  if found:
+    sys.exit(exit_code)
   return hosts
+
+
+def rank0_host(hosts):
+  """The host where horovodrun puts rank 0 (Horovod's own assignment of
+  ranks to the hosts' slots, in order)."""
+  from horovod.runner.common.util import hosts as horovod_hosts
+  plan = horovod_hosts.get_host_assignments(
+      [horovod_hosts.HostInfo(name, slots) for name, slots in hosts],
+      sum(slots for _, slots in hosts))
+  return next(slot.hostname for slot in plan if slot.rank == 0)
 
 
 def is_local(host):
@@ -297,7 +359,8 @@ def main(argv):
   slots = dict(hosts_slots)
   requests = {h: {"data_dir": FLAGS.data_dir} for h in hosts}
   if FLAGS.model_dir:
-    requests[hosts[0]]["model_dir"] = FLAGS.model_dir
+    # Horovod: the model dir is rank 0's, on the host horovodrun gives it.
+    requests[rank0_host(hosts_slots)]["model_dir"] = FLAGS.model_dir
   with concurrent.futures.ThreadPoolExecutor(len(hosts)) as pool:
     futures = {h: pool.submit(remote_facts, h, requests[h], FLAGS.ssh_timeout,
                               FLAGS.ssh_port) for h in hosts}
@@ -316,7 +379,9 @@ def main(argv):
 def run():
   """Console-script entry point (legacy-hvd-preflight)."""
   preflight_flags.define_preflight()
-  cli.run(main)
+  # Not cli.run: it quiets TensorFlow, which this side never imports (the
+  # probes import it on each host), and importing it would cost seconds.
+  app.run(main, flags_parser=cli.parse_flags)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""The pre-flight check on the test hosts: a good set-up, and one where every
+"""The pre-flight check on the test hosts: a good set-up, one where every
 check fails somewhere (a host unreachable, another Horovod, a hostname
-resolving to loopback, no data, an unwritable model dir)."""
+resolving to loopback, no data, an unwritable model dir), and hostfiles
+that horovodrun cannot use."""
 import os
 import sys
 
 import horovod
+import pytest
 
 from tests import hostjobs
 
@@ -14,9 +16,14 @@ def preflight(cluster, *args):
       [sys.executable, "-m", "legacy_hvd.preflight", *args], timeout=240)
 
 
-def test_preflight_passes_on_a_good_set_up(test_hosts):
+def test_preflight_passes_on_a_good_set_up(test_hosts, tmp_path):
   data_dir = hostjobs.put_data(test_hosts, ["lh1", "lh2"])
-  process = preflight(test_hosts, "-H", "lh1:2,lh2:2", "--data_dir=" + data_dir,
+  # Launched from lh1, but rank 0 runs on lh2, the first host of the file:
+  # the model dir is checked there.
+  hostfile = tmp_path / "hosts"
+  hostfile.write_text("lh2 slots=2\nlh1 slots=2\n")
+  process = preflight(test_hosts, "--hostfile={}".format(hostfile),
+                      "--data_dir=" + data_dir,
                       "--model_dir={}/preflight_model".format(
                           test_hosts.scratch), "--network_interface=eth0")
   assert process.returncode == 0, process.stdout + process.stderr
@@ -28,10 +35,42 @@ def test_preflight_passes_on_a_good_set_up(test_hosts):
     assert horovod.__version__ in row
     assert "{} -> {} (eth0)".format(name, host.address) in row
     assert "ok (20000 train, 2000 test)" in row
+    assert row.endswith(" writable" if name == "lh2" else " -"), row
   assert "All 2 hosts ready for 4 ranks." in process.stdout
   # It created nothing.
-  assert not os.path.exists(test_hosts.hosts[0].path(
-      test_hosts.scratch + "/preflight_model"))
+  for host in test_hosts.hosts[:2]:
+    assert not os.path.exists(host.path(test_hosts.scratch +
+                                        "/preflight_model"))
+
+
+@pytest.mark.parametrize("lines, bad, why", [
+    # horovodrun: "ValueError: Invalid host input"
+    (["lh1 slots=2", "lh2 slots=two"], [2], "the slot count 'two' is not a "
+     "number"),
+    # horovodrun gives lh1 no rank and rank 0 runs on lh2
+    (["lh1 slots=0", "lh2 slots=2"], [1], "zero slots: horovodrun starts no "
+     "rank on lh1"),
+    # ranks abort in hvd.init() with a Gloo enforce error
+    (["lh1 slots=1", "lh2 slots=2", "lh1 slots=1"], [3], "lh1 is listed "
+     "twice (also line 1 "),
+    # horovodrun: IndexError (it reads every line as a host)
+    (["# the hosts", "lh1 slots=2", "", "lh2"], [1, 3, 4], "expected 'host "
+     "slots=N'"),
+])
+def test_preflight_refuses_a_hostfile_horovodrun_cannot_use(
+    test_hosts, tmp_path, lines, bad, why):
+  hostfile = tmp_path / "hosts"
+  hostfile.write_text("\n".join(lines) + "\n")
+  process = preflight(test_hosts, "--hostfile={}".format(hostfile))
+  assert process.returncode == 1, process.stdout + process.stderr
+  errors = process.stderr.splitlines()
+  assert len(errors) == len(bad), process.stderr
+  for error, number in zip(errors, bad):
+    assert error.startswith("legacy_hvd.preflight: error: --hostfile={}: "
+                            "line {} {!r}: ".format(hostfile, number,
+                                                    lines[number - 1])), error
+  assert why in errors[0]
+  assert process.stdout == ""   # no host was contacted, no table
 
 
 def test_preflight_names_every_problem_once(test_hosts, tmp_path):
