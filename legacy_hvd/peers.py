@@ -6,16 +6,22 @@
     lost = roster.lost()                          # after a collective failed
     roster.first_alive(lost)                      # the survivor that reports
     roster.describe(lost)                         # "host lh2 (ranks 2, 3: ...)"
+    roster.end_stuck(lost)                        # their keepers kill them
     watch = LossWatch(roster, report, exit_code, head_start,
                       stand_down).start()
     watch.check()       # after a collective failed: False, or ends the process
 
-Each rank listens on a TCP port of its host's address and never accepts on
-it. While the rank's process lives, the kernel completes connections to the
-port by itself; once the process has died, its host refuses them at once;
-when the host is unreachable (its cable cut, the machine down), they time
-out. So after a failed allreduce a surviving rank can tell which ranks are
-gone and on which host, with nothing added to the training loop.
+Each rank listens on a TCP port of its host's address, where a thread of
+the rank answers every probe (PING) with a byte (ALIVE, or FAILED once an
+exception nobody caught is ending the rank). Once the rank's process has
+died, its host refuses connections at once; when the host is unreachable
+(its cable cut, the machine down), they time out; when the process is
+stopped (SIGSTOP) or stuck, the kernel still completes the connection but
+no answer comes. So after a failed allreduce a surviving rank can tell
+which ranks are gone, stuck or failed, and on which host, with nothing
+added to the training loop. A stuck rank cannot end itself: beside every
+rank runs its keeper (legacy_hvd/keeper.py), which the reporting survivor
+asks to kill it, so nothing of the job stays on its host.
 The gather is one allgather of a few bytes per rank; `allgather_rows` is
 given by the entry point (this module does not import Horovod).
 
@@ -26,25 +32,50 @@ thread calls LossWatch.check(). Or the launcher, which stops every rank
 blocked in a collective, where Python runs no signal handler until the
 collective returns (up to the Gloo time-out, later than horovodrun's
 SIGKILL): LossWatch's thread, woken through signal.set_wakeup_fd, probes at
-once. Whichever comes first reports, once per process.
+once. Whichever comes first reports, once per process. A stuck rank ends
+no process and breaks no connection: every collective waits for it until
+Gloo's time-out fails it on the others, so a stuck rank is named at most
+HOROVOD_GLOO_TIMEOUT_SECONDS and one probe after it stopped.
 """
+import collections
 import concurrent.futures
 import json
 import os
+import queue
+import secrets
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
 
 import numpy as np
 
+from legacy_hvd import keeper
+
 ROW_BYTES = 256         # one rank's JSON record, zero-padded
 PROBE_SECONDS = 3.0     # a host that does not answer a connect in this is gone
 GLOO_TIMEOUT_SECONDS = 30.0   # Horovod's default HOROVOD_GLOO_TIMEOUT_SECONDS
 GONE, UNREACHABLE = "ended", "unreachable"
+STOPPED, FAILED = "stopped", "failed"
+PING = b"?"             # a probe: "are you running?"
+ALIVE = b"+"            # the answer of a rank that runs
+FAILED_ANSWER = b"x"    # the answer of a rank that an uncaught error ends
 ACK = b"!"              # a survivor's "I saw it too" to the reporting rank
 REPORTED = b"."         # the reporter's answer: "I have printed the loss"
+# What the one line says of ranks lost each way (one rank, several).
+STATE_WORDS = {
+    GONE: ("process ended", "processes ended"),
+    UNREACHABLE: ("host unreachable", "host unreachable"),
+    STOPPED: ("not answering: stopped or stuck",
+              "not answering: stopped or stuck"),
+    FAILED: ("failed", "failed"),
+}
+
+# Where a rank runs and how to reach it and its keeper.
+Peer = collections.namedtuple(
+    "Peer", ["host", "address", "port", "keeper_port", "token"])
 
 
 def host_name():
@@ -54,29 +85,35 @@ def host_name():
 
 class Roster:
 
-  def __init__(self, rank, listener, address):
+  def __init__(self, rank, listener, address, keeper):
     self.rank = rank
     self._listener = listener
     self._address = address
-    self.ranks = []      # [(host, address, port)] indexed by rank
+    self._keeper = keeper    # (keeper port, token)
+    self._failed = False
+    self._acknowledgements = queue.Queue()
+    self.ranks = []      # [Peer] indexed by rank
 
   @classmethod
   def listen(cls, rank):
     """Opens this rank's port on the address its hostname resolves to (the
-    address Horovod's Gloo uses too); without one, on loopback."""
+    address Horovod's Gloo uses too; without one, on loopback), answers
+    probes there from a thread, and starts the rank's keeper."""
     try:
       address = socket.gethostbyname(host_name())
     except OSError:
       address = "127.0.0.1"
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind((address, 0))
-    listener.listen(64)
-    return cls(rank, listener, address)
+    listener = _listening_socket(address)
+    roster = cls(rank, listener, address, _start_keeper(address))
+    threading.Thread(target=roster._answer, name="peer-answer",
+                     daemon=True).start()
+    return roster
 
   def record(self):
-    """This rank's row: uint8 [ROW_BYTES], JSON of (host, address, port)."""
+    """This rank's row: uint8 [ROW_BYTES], JSON of its Peer."""
     text = json.dumps([host_name(), self._address,
-                       self._listener.getsockname()[1]]).encode()
+                       self._listener.getsockname()[1], *self._keeper]
+                      ).encode()
     row = np.zeros([ROW_BYTES], np.uint8)
     row[:len(text)] = np.frombuffer(text, np.uint8)
     return row
@@ -84,22 +121,52 @@ class Roster:
   def gather(self, allgather_rows):
     """allgather_rows(row uint8 [ROW_BYTES]) -> uint8 [size, ROW_BYTES]."""
     rows = allgather_rows(self.record())
-    self.ranks = [tuple(json.loads(bytes(row).rstrip(b"\0").decode()))
+    self.ranks = [Peer(*json.loads(bytes(row).rstrip(b"\0").decode()))
                   for row in rows]
     return self
 
   def hosts(self):
     """{host: [ranks]} in rank order."""
     found = {}
-    for rank, (host, _, _) in enumerate(self.ranks):
-      found.setdefault(host, []).append(rank)
+    for rank, peer in enumerate(self.ranks):
+      found.setdefault(peer.host, []).append(rank)
     return found
+
+  def mark_failed(self):
+    """From now on probes hear that this rank is failing (an uncaught
+    error), before its process has ended."""
+    self._failed = True
+
+  def _answer(self):
+    """The rank's side of probes and acknowledgements, for its lifetime."""
+    while True:
+      try:
+        connection, _ = self._listener.accept()
+      except OSError:   # closed
+        return
+      threading.Thread(target=self._answer_one, args=(connection,),
+                       daemon=True).start()
+
+  def _answer_one(self, connection):
+    connection.settimeout(PROBE_SECONDS)
+    try:
+      asked = connection.recv(1)
+      if asked == PING:
+        connection.sendall(FAILED_ANSWER if self._failed else ALIVE)
+      elif asked == ACK:   # answered once this rank has reported
+        self._acknowledgements.put(connection)
+        return
+    except OSError:
+      pass
+    connection.close()
 
   def lost(self):
     """{rank: GONE or UNREACHABLE} for every other rank that does not answer."""
     others = [r for r in range(len(self.ranks)) if r != self.rank]
     with concurrent.futures.ThreadPoolExecutor(max(1, len(others))) as pool:
-      states = list(pool.map(lambda r: _probe(*self.ranks[r][1:]), others))
+      states = list(pool.map(
+          lambda r: _probe(self.ranks[r].address, self.ranks[r].port),
+          others))
     return {r: state for r, state in zip(others, states) if state}
 
   def first_alive(self, lost):
@@ -109,17 +176,16 @@ class Roster:
   def describe(self, lost):
     """'host lh2 (ranks 2, 3: processes ended)' for each host whose ranks
     are all lost, then 'rank 1 of 2 on host lh1 (...)' for a part of a
-    host (a rank that died of the loss, say: its host is still up)."""
+    host (a stuck rank, or one that died of the loss: its host is still
+    up)."""
     whole, part = [], []
     for host, ranks in self.hosts().items():
       gone = [r for r in ranks if r in lost]
       if not gone:
         continue
       states = sorted({lost[r] for r in gone})
-      what = (("process ended" if len(gone) == 1 else "processes ended")
-              if states == [GONE] else
-              "host unreachable" if states == [UNREACHABLE] else
-              "processes ended or unreachable")
+      what = " or ".join(STATE_WORDS[state][len(gone) > 1]
+                         for state in states)
       listed = "rank{} {}".format("s" if len(gone) > 1 else "",
                                   ", ".join(map(str, gone)))
       if len(gone) == len(ranks):
@@ -136,7 +202,8 @@ class Roster:
     abort in the same failed collective, say), so the loss is this rank's
     to report."""
     try:
-      with socket.create_connection(self.ranks[reporter][1:],
+      peer = self.ranks[reporter]
+      with socket.create_connection((peer.address, peer.port),
                                     timeout=PROBE_SECONDS) as connection:
         connection.sendall(ACK)
         connection.settimeout(seconds)
@@ -147,29 +214,73 @@ class Roster:
       return False
 
   def await_acknowledgements(self, count, seconds):
-    """The reporter, once it has printed: accepts until `count` ranks
-    acknowledged (probes, which close without a byte, do not count), for
-    `seconds` at most, and answers each that the loss is reported."""
+    """The reporter, once it has printed: waits until `count` ranks
+    acknowledged, for `seconds` at most, and answers each that the loss is
+    reported."""
     deadline = time.monotonic() + seconds
     seen = 0
-    while seen < count and time.monotonic() < deadline:
-      self._listener.settimeout(max(0.01, deadline - time.monotonic()))
+    while seen < count:
       try:
-        connection, _ = self._listener.accept()
-      except OSError:   # timed out
+        connection = self._acknowledgements.get(
+            timeout=max(0.01, deadline - time.monotonic()))
+      except queue.Empty:
         break
       with connection:
-        connection.settimeout(PROBE_SECONDS)
         try:
-          if connection.recv(1) == ACK:
-            seen += 1
-            connection.sendall(REPORTED)
+          connection.sendall(REPORTED)
+          seen += 1
         except OSError:
           pass
     return seen
 
+  def end_stuck(self, lost):
+    """Asks the keeper of every rank in `lost` that is STOPPED to kill it
+    (a stopped process cannot end itself); the ranks it could not reach."""
+    missed = []
+    for rank in sorted(r for r, state in lost.items() if state == STOPPED):
+      peer = self.ranks[rank]
+      try:
+        with socket.create_connection((peer.address, peer.keeper_port),
+                                      timeout=PROBE_SECONDS) as connection:
+          connection.sendall(keeper.END + peer.token.encode())
+          connection.settimeout(PROBE_SECONDS)
+          if connection.recv(1) != keeper.ENDED:
+            missed.append(rank)
+      except OSError:
+        missed.append(rank)
+    return missed
+
   def close(self):
     self._listener.close()
+
+
+def _listening_socket(address):
+  listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+  listener.bind((address, 0))
+  listener.listen(64)
+  return listener
+
+
+def _start_keeper(address):
+  """Starts this rank's keeper (legacy_hvd/keeper.py); (its port, token)."""
+  listener = _listening_socket(address)
+  alive_read, alive_write = os.pipe()   # the rank keeps the write end
+  token = secrets.token_hex(16)
+  process = subprocess.Popen(
+      [sys.executable, "-m", "legacy_hvd.keeper", str(os.getpid()),
+       str(alive_read), str(listener.fileno())],
+      stdin=subprocess.PIPE, pass_fds=(alive_read, listener.fileno()))
+  process.stdin.write(token.encode() + b"\n")
+  process.stdin.close()
+  os.close(alive_read)
+  port = listener.getsockname()[1]
+  listener.close()
+  _keeper_alive_fds.append(alive_write)
+  return port, token
+
+
+# The write ends of the keepers' pipes: open for the process's lifetime.
+_keeper_alive_fds = []
 
 
 def _reporter_wait(head_start):
@@ -181,14 +292,26 @@ def _reporter_wait(head_start):
 
 
 def _probe(address, port):
-  """None if the rank at address:port answers, else GONE or UNREACHABLE."""
+  """None if the rank at address:port answers, else GONE, UNREACHABLE,
+  STOPPED or FAILED."""
   try:
-    with socket.create_connection((address, port), timeout=PROBE_SECONDS):
-      return None
+    connection = socket.create_connection((address, port),
+                                          timeout=PROBE_SECONDS)
   except ConnectionRefusedError:
     return GONE
   except OSError:   # timed out, no route, network down
     return UNREACHABLE
+  with connection:
+    try:
+      connection.sendall(PING)
+      answer = connection.recv(1)
+    except socket.timeout:   # connected by the kernel, nobody answers
+      return STOPPED
+    except OSError:   # reset: the process ended meanwhile
+      return GONE
+  if answer == ALIVE:
+    return None
+  return FAILED if answer == FAILED_ANSWER else GONE
 
 
 class LossWatch:
@@ -200,9 +323,12 @@ class LossWatch:
   exits), then end with the same code. A reporter that ends without
   answering died too (Gloo can abort a rank whose peers died in the same
   collective): the others probe again and the next survivor reports. The
+  reporter has the keepers of stuck ranks kill them before it ends. The
   watcher does nothing once `stand_down()` is true: this rank is already
   ending for a reason it reported (a NaN, say), and the ranks that ended
-  first did not die, they stopped."""
+  first did not die, they stopped. A rank that an uncaught error ends
+  answers probes with FAILED while its traceback prints and Horovod shuts
+  down, so the others name it rather than fail on in their own tracebacks."""
 
   def __init__(self, roster, report, exit_code, head_start,
                stand_down=lambda: False):
@@ -214,7 +340,14 @@ class LossWatch:
     self._once = threading.Lock()
 
   def start(self):
-    """Watches for the launcher's stop signals (call from the main thread)."""
+    """Watches for the launcher's stop signals and for an uncaught error
+    (call from the main thread)."""
+    raised = sys.excepthook
+
+    def mark_failed_then_print(*error):
+      self._roster.mark_failed()
+      raised(*error)
+    sys.excepthook = mark_failed_then_print
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end)
@@ -251,6 +384,8 @@ class LossWatch:
         # its own probe would find this rank gone and report a second time.
         others = len(self._roster.ranks) - len(lost) - 1
         self._roster.await_acknowledgements(others, wait)
+        # Last: once a stuck rank is killed the launcher stops the others.
+        self._roster.end_stuck(lost)
         break
       # Stay alive (answering probes) while the reporter may still be
       # waiting out its own collective and probing: a survivor that left

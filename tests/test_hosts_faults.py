@@ -1,6 +1,6 @@
-"""A host lost mid-run (its ranks killed; its cable cut): the job ends in a
-bounded time naming the host, rank 0's checkpoint is intact, and a relaunch
-on the surviving host resumes from it."""
+"""A host lost mid-run (its ranks killed; its cable cut) or a rank stuck
+(stopped): the job ends in a bounded time naming the host or rank, rank 0's
+checkpoint is intact, and a relaunch resumes from it."""
 import os
 import re
 import signal
@@ -17,6 +17,9 @@ from tests.helpers import error_lines, rank_pid, wait_for
 # 30 s by default); the test shortens it.
 GLOO_TIMEOUT = 10
 PROBE_AND_EXIT = 20    # the survivors' probe (3 s) and horovodrun's shutdown
+# A stuck rank is named after the Gloo time-out and two probes (3 s each:
+# the reporter's, then its wait for the others' acknowledgements).
+STUCK_NAMED = GLOO_TIMEOUT + 2 * 3 + 4
 
 
 @pytest.fixture(scope="module")
@@ -66,11 +69,13 @@ def lose_host_mid_run(test_hosts, data_dir, tmp_path, name, fault, bound,
   """Runs 2 x 2 ranks of `module`, applies fault(lh2) after a checkpoint;
   returns
   (seconds from the fault to the launcher's exit, exit code, output,
-  model_dir as the test sees it)."""
+  model_dir as the test sees it, seconds from the fault to the first error
+  line or None)."""
   lh1 = test_hosts.hosts[0]
   model_dir = os.path.join(test_hosts.scratch, name)
   outside = lh1.path(model_dir)
   log_path = tmp_path / (name + ".log")
+  named = None
   with open(log_path, "w") as log:
     job = hostjobs.launch(
         test_hosts, 4, ["-H", "lh1:2,lh2:2"], model_dir,
@@ -82,19 +87,23 @@ def lose_host_mid_run(test_hosts, data_dir, tmp_path, name, fault, bound,
                         "a checkpoint at step 20")
       fault(test_hosts.hosts[1])
       faulted = time.monotonic()
-      job.wait(timeout=bound)
+      while job.poll() is None and time.monotonic() < faulted + bound:
+        if named is None and hostjobs.error_lines(log_path.read_text()):
+          named = time.monotonic() - faulted
+        time.sleep(0.1)
+      job.wait(timeout=max(0.1, faulted + bound - time.monotonic()))
       seconds = time.monotonic() - faulted
     finally:
       if job.poll() is None:
         job.kill()
         job.wait()
-  return seconds, job.returncode, log_path.read_text(), model_dir
+  return seconds, job.returncode, log_path.read_text(), model_dir, named
 
 
 def test_killed_host_is_named_and_relaunch_resumes(test_hosts, data_dir,
                                                    tmp_path):
   lh1, lh2 = test_hosts.hosts[:2]
-  seconds, code, output, model_dir = lose_host_mid_run(
+  seconds, code, output, model_dir, _ = lose_host_mid_run(
       test_hosts, data_dir, tmp_path, "killed",
       lambda host: host.kill("legacy_hvd.train"), bound=60)
   print("killed host: launcher exited {:.1f} s after the kill".format(seconds))
@@ -132,7 +141,7 @@ def test_a_reporter_that_dies_too_leaves_the_line_to_the_next(
     time.sleep(1.5)                  # rank 1 probes and acknowledges rank 0
     os.kill(rank0, signal.SIGKILL)
 
-  seconds, code, output, model_dir = lose_host_mid_run(
+  seconds, code, output, model_dir, _ = lose_host_mid_run(
       test_hosts, data_dir, tmp_path, "reporter", lose_lh2_then_rank0,
       bound=60)
   print("reporter died: launcher exited {:.1f} s after the kill".format(
@@ -146,7 +155,7 @@ def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,
                                                     tmp_path):
   lh1, lh2 = test_hosts.hosts[:2]
   try:
-    seconds, code, output, model_dir = lose_host_mid_run(
+    seconds, code, output, model_dir, _ = lose_host_mid_run(
         test_hosts, data_dir, tmp_path, "cut",
         lambda host: host.link(False), bound=GLOO_TIMEOUT + PROBE_AND_EXIT,
         env={"HOROVOD_GLOO_TIMEOUT_SECONDS": str(GLOO_TIMEOUT)})
@@ -167,9 +176,53 @@ def test_tf2_variants_name_a_killed_host(test_hosts, data_dir, tmp_path,
   # The same lost-host line as the TF1 job's (legacy_hvd/faults.py).
   lh1 = test_hosts.hosts[0]
   name = module.rsplit(".", 1)[1]
-  seconds, code, output, model_dir = lose_host_mid_run(
+  seconds, code, output, model_dir, _ = lose_host_mid_run(
       test_hosts, data_dir, tmp_path, name,
       lambda host: host.kill(module), bound=60, module=module)
   print("{}: launcher exited {:.1f} s after the kill".format(name, seconds))
   assert_lost_host_named(code, output, "processes ended",
                          lh1.path(model_dir))
+
+
+def test_stuck_rank_is_named_ended_and_relaunch_resumes(test_hosts, data_dir,
+                                                        tmp_path):
+  # A rank that is alive but runs no code (SIGSTOP; a hung file system or
+  # a wedged driver look the same to the others): the kernel still accepts
+  # connections for it, but no thread of it answers a probe.
+  lh1, lh2 = test_hosts.hosts[:2]
+  model_dir = os.path.join(test_hosts.scratch, "stuck")
+
+  def freeze_rank2(lh2):
+    rank2 = rank_pid(model_dir, 2)
+    assert rank2 in lh2.processes("legacy_hvd.train"), "rank 2 not on lh2"
+    os.kill(rank2, signal.SIGSTOP)
+
+  seconds, code, output, _, named = lose_host_mid_run(
+      test_hosts, data_dir, tmp_path, "stuck", freeze_rank2,
+      bound=GLOO_TIMEOUT + PROBE_AND_EXIT,
+      env={"HOROVOD_GLOO_TIMEOUT_SECONDS": str(GLOO_TIMEOUT)})
+  print("stuck rank: named {:.1f} s, launcher exited {:.1f} s after the "
+        "freeze".format(named, seconds))
+  assert named is not None and named < STUCK_NAMED, output[-6000:]
+  errors = hostjobs.error_lines(output)
+  assert len(errors) == 1, output[-6000:]
+  assert ("error: on lh1: lost rank 2 of 2 on host lh2 (not answering: "
+          "stopped or stuck)" in errors[0]), errors[0]
+  # lh2 still has a rank that answers: it keeps its slots.
+  assert "relaunch on the remaining hosts (-H lh1:2,lh2:2)" in errors[0]
+  assert "]<stderr>:Traceback" not in output
+  saved = checkpoint_step(lh1.path(model_dir))
+  assert saved >= 20
+  assert_checkpoint_intact(lh1.path(model_dir))
+  # Nothing of the job stays on either host: the stopped rank's keeper
+  # killed it; the keepers end with their ranks.
+  wait_for(lambda: not (lh1.processes("legacy_hvd") or
+                        lh2.processes("legacy_hvd")),
+           GLOO_TIMEOUT + PROBE_AND_EXIT, "every process of the job to end")
+
+  code, output = hostjobs.run(
+      test_hosts, 4, ["-H", "lh1:2,lh2:2"], model_dir,
+      ["--data_dir=" + data_dir, "--max_steps={}".format(saved + 5)],
+      str(tmp_path / "relaunch.log"))
+  assert code == 0, output[-6000:]
+  assert "Resuming from global step {}".format(saved) in output
