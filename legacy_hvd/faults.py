@@ -90,8 +90,9 @@ def watch_lost_hosts(roster, rank, size, model_dir):
 
 
 def report_lost_peers(roster, lost, rank, model_dir):
-  """The first surviving rank: one line naming the lost host(s), rank 0's
-  last checkpoint and how to resume (the same line as legacy_hvd.train's)."""
+  """The first surviving rank: one line naming the lost host(s) or stuck or
+  failed rank(s), rank 0's last checkpoint and how to resume (the same
+  line as legacy_hvd.train's)."""
   # A host where some rank still answers is up: it keeps all its slots (a
   # rank of it that ended died of the loss or of its own fault, not of
   # its host's).
@@ -105,10 +106,13 @@ def report_lost_peers(roster, lost, rank, model_dir):
   else:
     saved = (f"rank 0's last checkpoint is in {model_dir} on "
              f"{roster.ranks[0][0]}")
-  print(cli.error_line(
-      f"lost {roster.describe(lost)}; the job stops. {saved}; relaunch on "
-      f"the remaining hosts (-H {remaining}) to resume"), file=sys.stderr,
-        flush=True)
+  if set(lost.values()) == {peers.FAILED}:   # an error, not a lost host
+    line = (f"{roster.describe(lost)} (see its error); the job stops. "
+            f"{saved}")
+  else:
+    line = (f"lost {roster.describe(lost)}; the job stops. {saved}; "
+            f"relaunch on the remaining hosts (-H {remaining}) to resume")
+  print(cli.error_line(line), file=sys.stderr, flush=True)
 
 
 def exit_if_stopped(summary, stop_signals, rank, model_dir):

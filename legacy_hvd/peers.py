@@ -13,7 +13,8 @@
 
 Each rank listens on a TCP port of its host's address, where a thread of
 the rank answers every probe (PING) with a byte (ALIVE, or FAILED once an
-exception nobody caught is ending the rank). Once the rank's process has
+exception nobody caught is ending the rank, which then tells the others
+too). Once the rank's process has
 died, its host refuses connections at once; when the host is unreachable
 (its cable cut, the machine down), they time out; when the process is
 stopped (SIGSTOP) or stuck, the kernel still completes the connection but
@@ -62,6 +63,8 @@ STOPPED, FAILED = "stopped", "failed"
 PING = b"?"             # a probe: "are you running?"
 ALIVE = b"+"            # the answer of a rank that runs
 FAILED_ANSWER = b"x"    # the answer of a rank that an uncaught error ends
+FAILED_NOTICE = b"f"    # its word to the others, then its rank and "\n"
+NOTICE_SECONDS = 1.0    # for each notice: a stuck peer must not delay the end
 ACK = b"!"              # a survivor's "I saw it too" to the reporting rank
 REPORTED = b"."         # the reporter's answer: "I have printed the loss"
 # What the one line says of ranks lost each way (one rank, several).
@@ -70,7 +73,6 @@ STATE_WORDS = {
     UNREACHABLE: ("host unreachable", "host unreachable"),
     STOPPED: ("not answering: stopped or stuck",
               "not answering: stopped or stuck"),
-    FAILED: ("failed", "failed"),
 }
 
 # Where a rank runs and how to reach it and its keeper.
@@ -91,6 +93,7 @@ class Roster:
     self._address = address
     self._keeper = keeper    # (keeper port, token)
     self._failed = False
+    self._told_failed = set()   # ranks that said an uncaught error ends them
     self._acknowledgements = queue.Queue()
     self.ranks = []      # [Peer] indexed by rank
 
@@ -133,9 +136,14 @@ class Roster:
     return found
 
   def mark_failed(self):
-    """From now on probes hear that this rank is failing (an uncaught
-    error), before its process has ended."""
+    """An uncaught error ends this rank: from now on it answers probes
+    FAILED, and it tells every other rank so at once (a probe after its
+    process has ended could only say that it ended)."""
     self._failed = True
+    notice = FAILED_NOTICE + str(self.rank).encode() + b"\n"
+    others = [peer for r, peer in enumerate(self.ranks) if r != self.rank]
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(others))) as pool:
+      list(pool.map(lambda peer: _tell(peer, notice), others))
 
   def _answer(self):
     """The rank's side of probes and acknowledgements, for its lifetime."""
@@ -156,18 +164,23 @@ class Roster:
       elif asked == ACK:   # answered once this rank has reported
         self._acknowledgements.put(connection)
         return
-    except OSError:
+      elif asked == FAILED_NOTICE:
+        self._told_failed.add(int(connection.makefile("rb").readline(16)))
+    except (OSError, ValueError):   # a peer that ended, or a stranger
       pass
     connection.close()
 
   def lost(self):
-    """{rank: GONE or UNREACHABLE} for every other rank that does not answer."""
+    """{rank: GONE, UNREACHABLE, STOPPED or FAILED} for every other rank
+    that does not answer (FAILED: it said so, whether it has ended yet
+    or not)."""
     others = [r for r in range(len(self.ranks)) if r != self.rank]
     with concurrent.futures.ThreadPoolExecutor(max(1, len(others))) as pool:
       states = list(pool.map(
           lambda r: _probe(self.ranks[r].address, self.ranks[r].port),
           others))
-    return {r: state for r, state in zip(others, states) if state}
+    return {r: FAILED if r in self._told_failed else state
+            for r, state in zip(others, states) if state}
 
   def first_alive(self, lost):
     """The lowest rank not in `lost`: the one survivor that reports."""
@@ -177,10 +190,11 @@ class Roster:
     """'host lh2 (ranks 2, 3: processes ended)' for each host whose ranks
     are all lost, then 'rank 1 of 2 on host lh1 (...)' for a part of a
     host (a stuck rank, or one that died of the loss: its host is still
-    up)."""
+    up), then 'rank 0 on host lh1 failed' for each rank that an error
+    ended (its host is not lost)."""
     whole, part = [], []
     for host, ranks in self.hosts().items():
-      gone = [r for r in ranks if r in lost]
+      gone = [r for r in ranks if r in lost and lost[r] != FAILED]
       if not gone:
         continue
       states = sorted({lost[r] for r in gone})
@@ -193,7 +207,9 @@ class Roster:
       else:
         part.append("{} of {} on host {} ({})".format(listed, len(ranks),
                                                       host, what))
-    return "; ".join(whole + part)
+    failed = ["rank {} on host {} failed".format(r, self.ranks[r].host)
+              for r in sorted(lost) if lost[r] == FAILED]
+    return "; ".join(whole + part + failed)
 
   def acknowledge(self, reporter, seconds):
     """Tells rank `reporter` that this rank saw the loss too and stays
@@ -291,6 +307,15 @@ def _reporter_wait(head_start):
   return gloo + PROBE_SECONDS + head_start
 
 
+def _tell(peer, message):
+  try:
+    with socket.create_connection((peer.address, peer.port),
+                                  timeout=NOTICE_SECONDS) as connection:
+      connection.sendall(message)
+  except OSError:   # gone or stuck: it learns nothing more from this rank
+    pass
+
+
 def _probe(address, port):
   """None if the rank at address:port answers, else GONE, UNREACHABLE,
   STOPPED or FAILED."""
@@ -327,8 +352,9 @@ class LossWatch:
   watcher does nothing once `stand_down()` is true: this rank is already
   ending for a reason it reported (a NaN, say), and the ranks that ended
   first did not die, they stopped. A rank that an uncaught error ends
-  answers probes with FAILED while its traceback prints and Horovod shuts
-  down, so the others name it rather than fail on in their own tracebacks."""
+  tells the others so before its traceback prints and Horovod shuts down
+  (a sys.excepthook), so they name it rather than fail on in tracebacks
+  of their own."""
 
   def __init__(self, roster, report, exit_code, head_start,
                stand_down=lambda: False):

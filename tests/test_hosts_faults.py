@@ -226,3 +226,25 @@ def test_stuck_rank_is_named_ended_and_relaunch_resumes(test_hosts, data_dir,
       str(tmp_path / "relaunch.log"))
   assert code == 0, output[-6000:]
   assert "Resuming from global step {}".format(saved) in output
+
+
+def test_a_failing_rank_is_named_once_by_the_others(test_hosts, data_dir,
+                                                    tmp_path):
+  # An error nobody anticipated, on rank 0 only: its step log is a disk
+  # that is always full (the up-front check cannot know).
+  model_dir = os.path.join(test_hosts.scratch, "failing")
+  code, output = hostjobs.run(
+      test_hosts, 2, ["-H", "lh1:1,lh2:1"], model_dir,
+      ["--data_dir=" + data_dir, "--max_steps=50", "--step_log=/dev/full"],
+      str(tmp_path / "failing.log"))
+  assert code != 0
+  errors = hostjobs.error_lines(output)
+  assert len(errors) == 1, output[-6000:]
+  assert errors[0].startswith("[1]<stderr>:legacy_hvd.train: error: on lh2: "
+                              "rank 0 on host lh1 failed (see its error); "
+                              "the job stops."), errors[0]
+  # Rank 0's own error, once; no other rank's traceback.
+  assert output.count("]<stderr>:Traceback") == 1, output[-6000:]
+  assert output.count("[0]<stderr>:OSError: [Errno 28] No space left on "
+                      "device") == 1, output[-6000:]
+  assert "Horovod has been shut down" not in output
