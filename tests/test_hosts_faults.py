@@ -201,9 +201,10 @@ def test_stuck_rank_is_named_ended_and_relaunch_resumes(test_hosts, data_dir,
       test_hosts, data_dir, tmp_path, "stuck", freeze_rank2,
       bound=GLOO_TIMEOUT + PROBE_AND_EXIT,
       env={"HOROVOD_GLOO_TIMEOUT_SECONDS": str(GLOO_TIMEOUT)})
+  assert named is not None, output[-6000:]
   print("stuck rank: named {:.1f} s, launcher exited {:.1f} s after the "
         "freeze".format(named, seconds))
-  assert named is not None and named < STUCK_NAMED, output[-6000:]
+  assert named < STUCK_NAMED, output[-6000:]
   errors = hostjobs.error_lines(output)
   assert len(errors) == 1, output[-6000:]
   assert ("error: on lh1: lost rank 2 of 2 on host lh2 (not answering: "
