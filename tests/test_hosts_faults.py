@@ -248,4 +248,6 @@ def test_a_failing_rank_is_named_once_by_the_others(test_hosts, data_dir,
   assert output.count("]<stderr>:Traceback") == 1, output[-6000:]
   assert output.count("[0]<stderr>:OSError: [Errno 28] No space left on "
                       "device") == 1, output[-6000:]
-  assert "Horovod has been shut down" not in output
+  # (TF 1.15's kernels still log the failed op in a warning line.)
+  assert not [l for l in output.splitlines()
+              if "Horovod has been shut down" in l and "OP_REQUIRES" not in l]
