@@ -112,11 +112,14 @@ class Roster:
                      daemon=True).start()
     return roster
 
+  def peer(self):
+    """This rank's Peer: where it runs, its port and its keeper's."""
+    return Peer(host_name(), self._address, self._listener.getsockname()[1],
+                *self._keeper)
+
   def record(self):
     """This rank's row: uint8 [ROW_BYTES], JSON of its Peer."""
-    text = json.dumps([host_name(), self._address,
-                       self._listener.getsockname()[1], *self._keeper]
-                      ).encode()
+    text = json.dumps(list(self.peer())).encode()
     row = np.zeros([ROW_BYTES], np.uint8)
     row[:len(text)] = np.frombuffer(text, np.uint8)
     return row
