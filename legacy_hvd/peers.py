@@ -288,7 +288,8 @@ def _start_keeper(address):
   process = subprocess.Popen(
       [sys.executable, "-m", "legacy_hvd.keeper", str(os.getpid()),
        str(alive_read), str(listener.fileno())],
-      stdin=subprocess.PIPE, pass_fds=(alive_read, listener.fileno()))
+      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+      pass_fds=(alive_read, listener.fileno()))
   process.stdin.write(token.encode() + b"\n")
   process.stdin.close()
   os.close(alive_read)
