@@ -75,6 +75,10 @@ STATE_WORDS = {
               "not answering: stopped or stuck"),
 }
 
+# This process's keeper and the write end of its pipe, held for the
+# process's lifetime (the pipe's end-of-file tells the keeper it ended).
+_keepers = []
+
 # Where a rank runs and how to reach it and its keeper.
 Peer = collections.namedtuple(
     "Peer", ["host", "address", "port", "keeper_port", "token"])
@@ -295,12 +299,8 @@ def _start_keeper(address):
   os.close(alive_read)
   port = listener.getsockname()[1]
   listener.close()
-  _keeper_alive_fds.append(alive_write)
+  _keepers.append((process, alive_write))
   return port, token
-
-
-# The write ends of the keepers' pipes: open for the process's lifetime.
-_keeper_alive_fds = []
 
 
 def _reporter_wait(head_start):
