@@ -88,7 +88,7 @@ def lose_host_mid_run(test_hosts, data_dir, tmp_path, name, fault, bound,
       fault(test_hosts.hosts[1])
       faulted = time.monotonic()
       while job.poll() is None and time.monotonic() < faulted + bound:
-        if named is None and hostjobs.error_lines(log_path.read_text()):
+        if named is None and error_lines(log_path.read_text()):
           named = time.monotonic() - faulted
         time.sleep(0.1)
       job.wait(timeout=max(0.1, faulted + bound - time.monotonic()))
@@ -205,7 +205,7 @@ def test_stuck_rank_is_named_ended_and_relaunch_resumes(test_hosts, data_dir,
   print("stuck rank: named {:.1f} s, launcher exited {:.1f} s after the "
         "freeze".format(named, seconds))
   assert named < STUCK_NAMED, output[-6000:]
-  errors = hostjobs.error_lines(output)
+  errors = error_lines(output)
   assert len(errors) == 1, output[-6000:]
   assert ("error: on lh1: lost rank 2 of 2 on host lh2 (not answering: "
           "stopped or stuck)" in errors[0]), errors[0]
@@ -239,7 +239,7 @@ def test_a_failing_rank_is_named_once_by_the_others(test_hosts, data_dir,
       ["--data_dir=" + data_dir, "--max_steps=50", "--step_log=/dev/full"],
       str(tmp_path / "failing.log"))
   assert code != 0
-  errors = hostjobs.error_lines(output)
+  errors = error_lines(output)
   assert len(errors) == 1, output[-6000:]
   assert errors[0].startswith("[1]<stderr>:legacy_hvd.train: error: on lh2: "
                               "rank 0 on host lh1 failed (see its error); "
