@@ -63,6 +63,8 @@ class ProgressCallback(tf.keras.callbacks.Callback):
 
   def on_train_end(self, logs=None):
     self._step_log.close()
+    if self._writer:
+      self._writer.flush()
 
 
 class StopCallback(tf.keras.callbacks.Callback):

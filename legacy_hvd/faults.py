@@ -14,6 +14,7 @@ and falls back from a damaged checkpoint before any rank trains; a failed
 collective names the lost host (peers.py). The TF1 job's hooks and session
 do the same in a graph (hooks.StopRequestHook).
 """
+import os
 import sys
 
 from absl import logging
@@ -117,7 +118,15 @@ def report_lost_peers(roster, lost, rank, model_dir):
 
 def exit_if_stopped(summary, stop_signals, rank, model_dir):
   """After train(): when a stop signal ended training (summary None), rank 0
-  says where it saved, and every rank exits as the signal asks."""
+  says where it saved, and every rank exits as the signal asks, at once.
+
+  At once: horovodrun (and Slurm, after KillWait) kills a rank that is
+  still exiting a few seconds after the signal, and the interpreter's own
+  exit can take longer (the last garbage collection of a graph's objects,
+  tf.data iterators' destructors). Everything that matters is written by
+  now: rank 0's checkpoint and its state file, the summaries, the logs
+  (flushed here); the ranks agreed to stop, so none waits on another.
+  """
   if summary is not None:
     return
   if rank == 0:
@@ -126,4 +135,8 @@ def exit_if_stopped(summary, stop_signals, rank, model_dir):
                  stop_signals.requested,
                  checkpoint_state.latest_step(model_dir),
                  model_dir)
-  sys.exit(signals.StopSignals.exit_code(stop_signals.requested))
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  code = signals.StopSignals.exit_code(stop_signals.requested)
+  os._exit(code)  # pylint: disable=protected-access

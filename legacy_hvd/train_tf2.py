@@ -129,6 +129,7 @@ def train(config, data, ranks, stop_signals, watch):
         manager.save(checkpoint_number=current)
         saved_step = current
   step_log.close()
+  writer.flush()
   if manager and saved_step != int(step.numpy()):
     manager.save(checkpoint_number=int(step.numpy()))
   if stopped:

@@ -122,6 +122,13 @@ def test_harness_cleans_up_after_a_killed_run_and_limits_links():
     shown = testhosts._sh(["tc", "-n", first.hosts[0].netns, "qdisc", "show",
                            "dev", "eth0"]).stdout
     assert "tbf" in shown and "100Mbit" in shown
+    # While its user lives, the slot is its user's alone.
+    with pytest.raises(testhosts.HarnessError, match="in use"):
+      testhosts.Cluster(hosts=1, slot=slot).up()
+    assert first.hosts[0].run(["hostname"]).stdout.strip() == "lh1"
+    # Killed, its user releases the slot's lock (the kernel closes the file).
+    first._lock.close()
+    first._lock = None
     again = testhosts.Cluster(hosts=1, slot=slot)
     again.up()   # removes what the first left, then comes up
     assert again.hosts[0].run(["hostname"]).stdout.strip() == "lh1"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from legacy_hvd import checkpoint_state
 from tests import hostjobs
 from tests.helpers import error_lines, rank_pid, wait_for
 
@@ -38,8 +39,7 @@ def latest_checkpoint(model_dir):
 
 
 def checkpoint_step(model_dir):
-  path = latest_checkpoint(model_dir)
-  return int(path.rsplit("-", 1)[1]) if path else None
+  return checkpoint_state.latest_step(model_dir) or None
 
 
 def assert_checkpoint_intact(model_dir):
