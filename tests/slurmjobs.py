@@ -55,8 +55,12 @@ def submit(slurm, name, args, data_dir, module=None, tasks_per_node=2):
 
 
 def wait_for_line(job, text, timeout):
-  wait_for(lambda: text in job.output(), timeout,
-           "{!r} in job {}'s output".format(text, job.id))
+  try:
+    wait_for(lambda: text in job.output(), timeout,
+             "{!r} in job {}'s output".format(text, job.id))
+  except AssertionError as e:
+    raise AssertionError("{}; its state {}, its output:\n{}".format(
+        e, job.state(), job.output()[-4000:])) from None
 
 
 def wait_gone(job, timeout):

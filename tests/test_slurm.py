@@ -15,7 +15,7 @@ from legacy_hvd import compat
 from legacy_hvd import slurm as slurm_launcher
 from tests import hostjobs
 from tests import slurmjobs
-from tests.helpers import REPO
+from tests.helpers import REPO, error_lines
 
 STEPS = 200            # long enough to signal mid-run, short on 2 cores
 FLAGS = ["--deterministic", "--max_steps={}".format(STEPS),
@@ -147,7 +147,7 @@ def test_a_bad_launcher_argument_fails_the_job_in_one_line(slurm, data_dir):
                          module="legacy_hvd.nope")
   slurmjobs.wait_gone(job, 60)
   assert job.state()["JobState"] == "FAILED"
-  errors = hostjobs.error_lines(job.output())
+  errors = error_lines(job.output())
   assert len(errors) == 1, job.output()
   assert "--module: invalid choice: 'legacy_hvd.nope'" in errors[0]
 
