@@ -37,13 +37,10 @@ def start(config, data, ranks, own_threads, trainer_name):
   devices.place_eager_rank(config, ranks, own_threads)
   startup.check_on_rank0_eagerly(ranks.rank, faults.model_dir_checks(
       config.model_dir, faults.tf2_checkpoint_shapes()))
-  roster = trainer.gather_roster(
-      ranks.rank, lambda row: hvd.allgather(tf.constant(row[None])).numpy())
-  watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
-                                  config.model_dir)
-  if ranks.rank == 0:
-    trainer.log_start(config, data, ranks.size, roster, trainer_name)
-  return watch
+  # Horovod: every rank learns where every other rank runs (eagerly).
+  return trainer.watch_hosts_and_log_start(
+      config, data, ranks,
+      lambda row: hvd.allgather(tf.constant(row[None])).numpy(), trainer_name)
 
 
 def restore(model_dir, rank, step, optimizer, params):

@@ -138,12 +138,9 @@ def main(argv):
       ranks.rank, faults.model_dir_checks(config.model_dir,
                                           model.PARAM_SHAPES),
       horovod.broadcast)
-  roster = trainer.gather_roster(ranks.rank,
-                                 graph_trainer.graph_allgather(horovod))
-  watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
-                                  config.model_dir)
-  if ranks.rank == 0:
-    trainer.log_start(config, data, ranks.size, roster, "TF1 graph job")
+  watch = trainer.watch_hosts_and_log_start(
+      config, data, ranks, graph_trainer.graph_allgather(horovod),
+      "TF1 graph job")
   try:
     summary = train(config, data, ranks, stop_signals, horovod)
   except tf.errors.OpError:

@@ -207,12 +207,9 @@ def main(argv):
                    config.model_dir, start_step, plan.max_steps,
                    os.path.join(config.model_dir, results.RESULTS_FILE))
     return
-  roster = trainer.gather_roster(ranks.rank,
-                                 graph_trainer.graph_allgather(hvd))
-  watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
-                                  config.model_dir)
-  if ranks.rank == 0:
-    trainer.log_start(config, data, ranks.size, roster, "Estimator job")
+  watch = trainer.watch_hosts_and_log_start(
+      config, data, ranks, graph_trainer.graph_allgather(hvd),
+      "Estimator job")
   summary = None
   with tempfile.TemporaryDirectory(prefix="legacy_hvd_estimator_") as scratch:
     try:

@@ -4,8 +4,11 @@
     dataset = batches(config, images, labels, ranks, skip_examples)
     compression = compression(config, hvd)         # for DistributedOptimizer
     progress, step_log = progress_and_step_log(config, plan, ranks)
-    roster = gather_roster(ranks.rank, allgather_rows)   # where ranks run
-    log_start(config, data, ranks.size, roster, "TF1 graph job")   # rank 0
+    watch = watch_hosts_and_log_start(config, data, ranks, allgather_rows,
+                                      "TF1 graph job")
+    # = roster = gather_roster(ranks.rank, allgather_rows): where ranks run,
+    #   the lost-host watch over it, and on rank 0
+    #   log_start(config, data, ranks.size, roster, "TF1 graph job")
     finish(summary, stop_signals, config, data, ranks.rank, "tf1")
 
 The trainers are legacy_hvd.train (the TF1 graph job), legacy_hvd.train_tf2
@@ -93,6 +96,19 @@ def gather_roster(rank, allgather_rows):
   roster = peers.Roster.listen(rank)
   # Horovod: every rank learns where every other rank runs.
   return roster.gather(allgather_rows)
+
+
+def watch_hosts_and_log_start(config, data, ranks, allgather_rows,
+                              trainer_name):
+  """After rank 0's checks: gathers where every rank runs, starts the
+  lost-host watch over it (faults.watch_lost_hosts) and, on rank 0, logs the
+  start (log_start); returns the watch, for when a step fails."""
+  roster = gather_roster(ranks.rank, allgather_rows)
+  watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
+                                  config.model_dir)
+  if ranks.rank == 0:
+    log_start(config, data, ranks.size, roster, trainer_name)
+  return watch
 
 
 def log_start(config, data, size, roster, trainer_name):
