@@ -15,6 +15,9 @@ import time
 from tests.helpers import wait_for
 
 SCRIPT = "slurm/train.sbatch"
+# Under the hosts' scratch, which other test modules share: a job's model
+# directory and output are slurm-<name>, a name no other test uses.
+PREFIX = "slurm-"
 
 
 class Job:
@@ -23,9 +26,10 @@ class Job:
     self.slurm = slurm
     self.id = job_id
     lh1 = slurm.controller
-    self.model_dir = lh1.path(os.path.join(slurm.cluster.scratch, name))
+    self.model_dir = lh1.path(os.path.join(slurm.cluster.scratch,
+                                           PREFIX + name))
     self.output_path = lh1.path(os.path.join(slurm.cluster.scratch,
-                                             name + ".out"))
+                                             PREFIX + name + ".out"))
 
   def output(self):
     try:
@@ -40,16 +44,18 @@ class Job:
 
 def submit(slurm, name, args, data_dir, module=None, tasks_per_node=2):
   """sbatch of 2 hosts x `tasks_per_node` tasks running `module`
-  (legacy_hvd.train) into <scratch>/<name> with `args`; returns a Job."""
+  (legacy_hvd.train) into <scratch>/slurm-<name> with `args`; returns a
+  Job."""
   scratch = slurm.cluster.scratch
   argv = ["sbatch", "--parsable", "-N", "2",
           "--ntasks-per-node={}".format(tasks_per_node),
-          "--job-name=" + name, "-o", os.path.join(scratch, name + ".out"),
+          "--job-name=" + name, "-o",
+          os.path.join(scratch, PREFIX + name + ".out"),
           SCRIPT]
   if module:
     argv.append("--module=" + module)
   argv += ["--data_dir=" + data_dir,
-           "--model_dir=" + os.path.join(scratch, name), *args]
+           "--model_dir=" + os.path.join(scratch, PREFIX + name), *args]
   process = slurm.run(argv, check=True)
   return Job(slurm, process.stdout.strip().split(";")[0], name)
 
