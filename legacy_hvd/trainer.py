@@ -5,10 +5,8 @@
     compression = compression(config, hvd)         # for DistributedOptimizer
     progress, step_log = progress_and_step_log(config, plan, ranks)
     watch = watch_hosts_and_log_start(config, data, ranks, allgather_rows,
-                                      "TF1 graph job")
-    # = roster = gather_roster(ranks.rank, allgather_rows): where ranks run,
-    #   the lost-host watch over it, and on rank 0
-    #   log_start(config, data, ranks.size, roster, "TF1 graph job")
+                                      "TF1 graph job")   # gather_roster,
+                                      # the lost-host watch, log_start
     finish(summary, stop_signals, config, data, ranks.rank, "tf1")
 
 The trainers are legacy_hvd.train (the TF1 graph job), legacy_hvd.train_tf2
