@@ -19,6 +19,15 @@ from tests.helpers import (CIFAR10_CONVERTER, CIFAR10_JPEG, assert_ok,
 compat.enable_v2_behavior()
 
 
+def pytest_configure(config):
+  config.addinivalue_line(
+      "markers", "one_stack: what it checks does not change with the "
+      "TensorFlow stack (the launcher side, the test hosts' harness, the "
+      "network, Slurm's side, a path another test already runs on this "
+      "stack): the TF 1.15 suite (make test TF_VERSION=1.15.5) deselects it "
+      "and leaves it to the default stack's run")
+
+
 @pytest.fixture(scope="session")
 def real_cifar10(tmp_path_factory):
   """The real CIFAR-10 in the official binary layout; returns that directory."""

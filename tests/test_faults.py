@@ -17,6 +17,7 @@ import tensorflow.compat.v1 as tf
 
 from legacy_hvd import checkpoint_state
 from legacy_hvd import compat
+from legacy_hvd.data import embedded
 from tests.conftest import copy_run
 from tests.helpers import (assert_ok, error_lines, horovodrun, rank_pid,
                            read_results, start, wait_for)
@@ -55,6 +56,13 @@ def launch(np, model_dir, log, *args, module="legacy_hvd.train"):
 
 def checkpoint_step(model_dir):
   return checkpoint_state.latest_step(str(model_dir)) or None
+
+
+def saved_steps(model_dir, prefix):
+  """The steps of the checkpoints `prefix`-N in model_dir, oldest first."""
+  return sorted(int(match.group(1)) for match in (
+      re.fullmatch(re.escape(prefix) + r"-(\d+)\.index", name)
+      for name in os.listdir(model_dir)) if match)
 
 
 def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,
@@ -105,36 +113,64 @@ def test_aborted_rank_prints_no_python_stacks(tmp_path, isolated_cache):
       output[-3000:])
 
 
-@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
-def test_sigterm_saves_a_checkpoint_at_the_current_step(tmp_path, trainer,
-                                                        isolated_cache):
-  model_dir = tmp_path / "model"
-  log_path = tmp_path / "job.log"
+# A run stopped by SIGTERM, then resumed: what its output said and where.
+Stopped = collections.namedtuple("Stopped", "model_dir data_dir output step")
+
+
+@pytest.fixture(scope="module")
+def stopped_runs(tmp_path_factory):
+  """trainer -> its Stopped run: started, SIGTERM once past step 60,
+  resumed for 10 more steps; each trainer's runs once, read by the SIGTERM
+  test and (for the trainers without a shared run) the damaged-checkpoint
+  test."""
+  runs = {}
+
+  def get(trainer):
+    if trainer.module not in runs:
+      runs[trainer.module] = stop_and_resume(
+          trainer, tmp_path_factory.mktemp(str(trainer)))
+    return runs[trainer.module]
+  return get
+
+
+def stop_and_resume(trainer, root):
+  data_dir = embedded.ensure_generated(str(root / "data"))
+  model_dir = root / "model"
+  log_path = root / "job.log"
   with open(log_path, "w") as log:
-    job = launch(2, model_dir, log, "--max_steps=5000",
-                 "--save_checkpoints_steps=100000", module=trainer.module)
+    job = launch(2, model_dir, log, f"--data_dir={data_dir}",
+                 "--max_steps=5000", "--save_checkpoints_steps=100000",
+                 module=trainer.module)
     wait_for(lambda: "step 60:" in log_path.read_text(), 180, "step 60")
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=PROMPT_EXIT_SECONDS)
   output = log_path.read_text()
+  stopped = re.search(r"Stopped by signal 15 at step (\d+)", output)
+  assert stopped, output[-3000:]
+  step = int(stopped.group(1))
+  saved = checkpoint_step(model_dir)
+  assert not (model_dir / "results.json").exists()
+  resumed = horovodrun(2, trainer.module, [
+      f"--model_dir={model_dir}", f"--data_dir={data_dir}",
+      f"--max_steps={step + 10}"])
+  assert_ok(resumed)
+  return Stopped(model_dir, data_dir, output, step), saved
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+def test_sigterm_saves_a_checkpoint_at_the_current_step(trainer,
+                                                        stopped_runs):
+  run, saved = stopped_runs(trainer)
   # Every rank exits with 143. horovodrun may lose that code, though: its
   # launcher reaps a terminated rank's shell in one thread while another
   # waits for it, which then reads 0 (Horovod 0.28.1, safe_shell_exec);
   # with every rank's lost, horovodrun exits 0. So check each code it saw.
-  assert set(re.findall(r"exit with status code (\d+)", output)) <= {"143"}
-  stopped = re.search(r"Stopped by signal 15 at step (\d+)", output)
-  assert stopped, output[-3000:]
-  step = int(stopped.group(1))
+  assert set(re.findall(r"exit with status code (\d+)", run.output)) <= {"143"}
   # Saved where the ranks stopped, far from any periodic checkpoint.
-  assert step >= 60 and checkpoint_step(model_dir) == step
-  assert not (model_dir / "results.json").exists()
-  assert "]<stderr>:Traceback" not in output
-
-  resumed = horovodrun(2, trainer.module, [f"--model_dir={model_dir}",
-                                           f"--max_steps={step + 10}"])
-  assert_ok(resumed)
-  results = read_results(model_dir)
-  assert results["start_step"] == step and results["weights_in_sync"]
+  assert run.step >= 60 and saved == run.step
+  assert "]<stderr>:Traceback" not in run.output
+  results = read_results(run.model_dir)
+  assert results["start_step"] == run.step and results["weights_in_sync"]
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=str)
@@ -160,39 +196,39 @@ def test_nan_stops_naming_the_step_and_keeps_good_checkpoint(
   assert "]<stderr>:Traceback" not in process.stdout + process.stderr
 
 
-def finished_run(trainer, request, tmp_path):
-  """A finished 40-step run of `trainer`, checkpoints every 20 steps: a
-  copy of the shared one (conftest.py) where the suite has one."""
+def finished_run(trainer, request, stopped_runs, tmp_path):
+  """A copy of a finished run of `trainer` with two checkpoints, and the
+  flags that continue it: the shared 40-step run (conftest.py) where the
+  suite has one, else the SIGTERM test's stopped and resumed run."""
   shared = {"legacy_hvd.train": "tf1_run", "legacy_hvd.train_tf2": "tf2_run"}
-  model_dir = tmp_path / "model"
   if trainer.module in shared:
     run = request.getfixturevalue(shared[trainer.module])
-    return copy_run(run, model_dir), ["--log_every_n_steps=10",
-                                      f"--data_dir={run.data_dir}"]
-  args = ["--save_checkpoints_steps=20", "--log_every_n_steps=10"]
-  assert_ok(horovodrun(2, trainer.module, [f"--model_dir={model_dir}",
-                                           *args, "--max_steps=40"]))
-  return model_dir, args
+  else:
+    run, _ = stopped_runs(trainer)
+  return copy_run(run, tmp_path / "model"), [
+      "--log_every_n_steps=10", f"--data_dir={run.data_dir}"]
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=str)
 def test_damaged_latest_checkpoint_falls_back_and_resumes(
-    tmp_path, trainer, request, isolated_cache):
-  model_dir, args = finished_run(trainer, request, tmp_path)
+    tmp_path, trainer, request, stopped_runs, isolated_cache):
+  model_dir, args = finished_run(trainer, request, stopped_runs, tmp_path)
   args = [f"--model_dir={model_dir}", *args]
   first = read_results(model_dir)
-  assert first["steps"] == 40 and first["weights_in_sync"]
-  data_file = model_dir / f"{trainer.checkpoint}-40.data-00000-of-00001"
+  assert first["weights_in_sync"]
+  last = first["steps"]
+  before = saved_steps(model_dir, trainer.checkpoint)[-2]
+  data_file = model_dir / f"{trainer.checkpoint}-{last}.data-00000-of-00001"
   raw = bytearray(data_file.read_bytes())
   raw[len(raw) // 2:len(raw) // 2 + 64] = b"\xff" * 64
   data_file.write_bytes(bytes(raw))
 
-  process = horovodrun(2, trainer.module, args + ["--max_steps=60"])
+  process = horovodrun(2, trainer.module, args + [f"--max_steps={last + 20}"])
   assert_ok(process)
-  assert (f"{trainer.checkpoint}-40 is damaged"
+  assert (f"{trainer.checkpoint}-{last} is damaged"
           in process.stdout + process.stderr)
   results = read_results(model_dir)
-  assert results["start_step"] == 20 and results["steps"] == 60
+  assert results["start_step"] == before and results["steps"] == last + 20
   assert results["weights_in_sync"] and results["path"] == trainer.path
   # TensorBoard logs on rank 0 (Keras's callback writes under train/).
   events = [name for _, _, names in os.walk(model_dir) for name in names

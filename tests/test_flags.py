@@ -68,8 +68,10 @@ def test_cli_reports_bad_flag_in_one_line_without_training(tmp_path):
   assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.parametrize("arg", ["--lr=-1", "--lr_scaling=cubic"])
-def test_horovodrun_job_with_bad_flag_exits_with_one_line(tmp_path, arg):
+def test_horovodrun_job_with_bad_flag_exits_with_one_line(tmp_path):
+  # Every rank parses its flags before hvd.init(); the other bad values
+  # take the same path (test_bad_values_are_rejected_naming_the_flag).
+  arg = "--lr_scaling=cubic"
   process = horovodrun(2, "legacy_hvd.train", [arg, f"--model_dir={tmp_path}/m"],
                        timeout=90)
   assert process.returncode != 0

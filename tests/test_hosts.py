@@ -21,6 +21,7 @@ def step_log(path):
     return [json.loads(line) for line in f]
 
 
+@pytest.mark.one_stack
 def test_harness_hosts_are_separate_machines(test_hosts):
   lh1, lh2 = test_hosts.hosts[:2]
   assert lh1.run(["hostname"]).stdout.strip() == "lh1"
@@ -81,6 +82,7 @@ def test_two_hosts_match_one_host_bit_for_bit(test_hosts, data_dir, tmp_path):
     assert json.load(f)["weight_digests"] == results["weight_digests"]
 
 
+@pytest.mark.one_stack
 @pytest.mark.parametrize("fault", ["missing", "damaged"])
 def test_host_without_good_data_is_one_line_naming_it(test_hosts, data_dir,
                                                       tmp_path, fault):
@@ -111,6 +113,7 @@ def test_host_without_good_data_is_one_line_naming_it(test_hosts, data_dir,
   assert not os.path.exists(lh1.path(model_dir))
 
 
+@pytest.mark.one_stack
 def test_harness_cleans_up_after_a_killed_run_and_limits_links():
   if os.geteuid() != 0:
     pytest.skip("test hosts need root (network and mount namespaces)")

@@ -125,6 +125,7 @@ def test_killed_host_is_named_and_relaunch_resumes(test_hosts, data_dir,
   assert '"start_step": {}'.format(saved) in results
 
 
+@pytest.mark.one_stack
 def test_a_reporter_that_dies_too_leaves_the_line_to_the_next(
     test_hosts, data_dir, tmp_path):
   # Gloo can abort a survivor whose peers died mid-collective. Here rank 0,
@@ -151,6 +152,7 @@ def test_a_reporter_that_dies_too_leaves_the_line_to_the_next(
   assert "; rank 0 of 2 on host lh1 (process ended);" in output
 
 
+@pytest.mark.one_stack
 def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,
                                                     tmp_path):
   lh1, lh2 = test_hosts.hosts[:2]

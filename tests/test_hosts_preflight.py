@@ -10,6 +10,8 @@ import pytest
 
 from tests import hostjobs
 
+pytestmark = pytest.mark.one_stack
+
 
 def preflight(cluster, *args):
   return cluster.hosts[0].run(

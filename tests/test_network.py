@@ -12,6 +12,8 @@ from tools import scaling_model as sm
 
 SLOW = "20mbit"      # slow enough that the allreduce dominates a step
 
+pytestmark = pytest.mark.one_stack
+
 
 @pytest.fixture
 def slow_link(test_hosts):

@@ -15,6 +15,8 @@ from legacy_hvd import keeper
 from legacy_hvd import peers
 from tests.helpers import REPO, wait_for
 
+pytestmark = pytest.mark.one_stack   # no TensorFlow in these processes
+
 # A rank of a two-rank world, whose other rank (0) is this test: it prints
 # its Peer, then sleeps; with "fail", an uncaught error ends it (its exit
 # held back 2 s, as Horovod's shutdown holds a real rank's).

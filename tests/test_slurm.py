@@ -11,7 +11,6 @@ import time
 import pytest
 import tensorflow as tf
 
-from legacy_hvd import compat
 from legacy_hvd import slurm as slurm_launcher
 from tests import hostjobs
 from tests import slurmjobs
@@ -26,10 +25,9 @@ JOB_TIMEOUT = 240      # seconds for one job (2 shared cores)
 REQUEUE_TIMEOUT = 60
 GONE_SECONDS = 5       # after leaving squeue, nothing of the job may be left
 # The launcher and the trainers' stop are the same code on both stacks: the
-# TF 1.15 suite runs the completed job and the failed one (the launcher on
-# Python 3.7, the legacy stack's ranks as srun tasks), the default one all.
-default_stack_only = pytest.mark.skipif(
-    compat.TF1, reason="stop and requeue run on the default stack's suite")
+# TF 1.15 suite runs the completed job (the launcher on Python 3.7, the
+# legacy stack's ranks as srun tasks), the default one all.
+one_stack = pytest.mark.one_stack
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +92,7 @@ def test_sbatch_runs_every_rank_as_a_task_and_completes(slurm, uninterrupted):
       0: "lh1", 1: "lh1", 2: "lh2", 3: "lh2"}
 
 
-@default_stack_only
+@one_stack
 def test_sigusr1_requeues_and_the_rerun_resumes_at_the_agreed_step(
     slurm, uninterrupted, requeued):
   job = requeued
@@ -117,7 +115,7 @@ def test_sigusr1_requeues_and_the_rerun_resumes_at_the_agreed_step(
   assert results["weight_digests"][0] == reference["weight_digests"][0]
 
 
-@default_stack_only
+@one_stack
 def test_scancel_checkpoints_where_all_ranks_stopped_and_leaves_nothing(
     slurm, data_dir):
   job = slurmjobs.submit(slurm, "cancelled", FLAGS[1:] + [
@@ -142,6 +140,7 @@ def test_scancel_checkpoints_where_all_ranks_stopped_and_leaves_nothing(
   assert job.state()["JobState"] == "CANCELLED"
 
 
+@one_stack
 def test_a_bad_launcher_argument_fails_the_job_in_one_line(slurm, data_dir):
   job = slurmjobs.submit(slurm, "bad", [], data_dir,
                          module="legacy_hvd.nope")
@@ -152,7 +151,7 @@ def test_a_bad_launcher_argument_fails_the_job_in_one_line(slurm, data_dir):
   assert "--module: invalid choice: 'legacy_hvd.nope'" in errors[0]
 
 
-@default_stack_only
+@one_stack
 @pytest.mark.parametrize("module,how", [
     ("legacy_hvd.train_tf2", "warning to the tasks"),
     ("legacy_hvd.train_keras", "pre-emption")])
@@ -189,6 +188,7 @@ def test_tf2_variants_stop_and_requeue(slurm, data_dir, module, how):
   assert read_json(job.model_dir, "results.json")["start_step"] == step
 
 
+@one_stack
 def test_the_allocation_is_read_as_slurm_writes_it():
   assert slurm_launcher.tasks_per_node("2(x3),1") == [2, 2, 2, 1]
   assert slurm_launcher.tasks_per_node("4") == [4]
@@ -200,6 +200,7 @@ def test_the_allocation_is_read_as_slurm_writes_it():
                              ("lh2", 2, 0, 1, 2)]
 
 
+@one_stack
 def test_docs_list_the_launchers_options():
   with open(os.path.join(REPO, "docs", "slurm.md")) as f:
     section = f.read().split("## The launcher's options")[1].split("\n## ")[0]
