@@ -3,9 +3,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import REPO, assert_ok
 
 
+# The tool's report; on the TF 1.15 stack test_cross_stack runs the tool.
+@pytest.mark.one_stack
 def test_benchmark_reports_cases_and_ratios(tmp_path, isolated_cache):
   out = tmp_path / "bench"
   process = subprocess.run(
