@@ -204,23 +204,20 @@ def check_command(where, line, errors):
     elif word in ("horovodrun", "mpirun", "nsenter"):
       command = None
     elif re.match(r"^(\S*/)?python[\d.]*$", word) and i + 1 < len(words):
+      # python -m MODULE, or python SCRIPT.py: what the flags after it go to.
       if words[i + 1] == "-m" and i + 2 < len(words):
-        module = words[i + 2]
-        if module_file(module) is None:
-          errors.append(f"{where}: `{line}`: no module {module} here")
-          command = None
-        else:
-          command = ("module", module)
-        i += 3
-        continue
-      if words[i + 1].endswith(".py"):
-        script = words[i + 1]
-        if not os.path.isfile(os.path.join(REPO, script)):
-          errors.append(f"{where}: `{line}`: no file {script}")
-          command = None
-        else:
-          command = ("script", script)
-        i += 2
+        run, width = ("module", words[i + 2]), 3
+      elif words[i + 1].endswith(".py"):
+        run, width = ("script", words[i + 1]), 2
+      else:
+        run = None
+      if run is not None:
+        exists = (module_file(run[1]) is not None if run[0] == "module"
+                  else os.path.isfile(os.path.join(REPO, run[1])))
+        if not exists:
+          errors.append(f"{where}: `{line}`: no {run[0]} {run[1]} here")
+        command = run if exists else None
+        i += width
         continue
     elif re.match(r"^legacy_hvd(\.\w+)+$", word) and command is not None:
       # A module handed to a tool (python -m tools.peak_rss DIR legacy_hvd.train)

@@ -289,7 +289,20 @@ class Host:
                 READY_SECONDS, "sshd on " + self.name)
 
 
-class Cluster:
+class UpDown:
+  """`with X(...) as x:` brings x up and always down again (Cluster, and
+  testslurm's Slurm on it)."""
+
+  def __enter__(self):
+    self.up()
+    return self
+
+  def __exit__(self, *exc):
+    self.down()
+    return False
+
+
+class Cluster(UpDown):
   """`hosts` test hosts lh1..lhN on one bridge; a context manager.
 
   slot: which bridge, subnet (198.18.<slot>.0/24) and state directory;
@@ -316,14 +329,6 @@ class Cluster:
     self.hosts = [Host(self, i) for i in range(1, hosts + 1)]
     self.link = link     # each host's link rate (Host.set_rate), or None
     self.detached = detached
-
-  def __enter__(self):
-    self.up()
-    return self
-
-  def __exit__(self, *exc):
-    self.down()
-    return False
 
   def host(self, name):
     return next(h for h in self.hosts if h.name == name)

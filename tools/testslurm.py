@@ -130,7 +130,7 @@ def ensure_packages():
             " ".join(PACKAGES)))
 
 
-class Slurm:
+class Slurm(testhosts.UpDown):
   """Slurm on the first `nodes` hosts of a running testhosts.Cluster
   (all by default); a context manager. The controller runs on the first."""
 
@@ -140,14 +140,6 @@ class Slurm:
     self.controller = self.hosts[0]
     self.dir = os.path.join(cluster.dir, "slurm")
     self.conf_dir = os.path.join(self.dir, "etc")
-
-  def __enter__(self):
-    self.up()
-    return self
-
-  def __exit__(self, *exc):
-    self.down()
-    return False
 
   @property
   def nodes(self):
