@@ -151,8 +151,9 @@ def main(argv):
   watch = eager_trainer.start(
       config, data, ranks, own_threads,
       f"TF2 loop ({config.optimizer_impl} optimizer)")
-  summary = train(config, data, ranks, stop_signals, watch)
-  trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf2")
+  with faults.end_on_write_failure(config.model_dir, watch):
+    summary = train(config, data, ranks, stop_signals, watch)
+    trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf2")
 
 
 def run():
