@@ -49,7 +49,7 @@ _PATH = re.compile(r"(?:^|[\s'\"(=])(/[^\s;:,'\"()]+)")
 # Names a failed or interrupted write leaves, each with what to strip to
 # get the name of what was being written.
 _STAGING = [
-    re.compile(r"_temp(_[0-9a-f]+)?(/.*)?$"),   # a Saver's staging dir
+    re.compile(r"(?<=\d)_temp(_[0-9a-f]+)?(/.*)?$"),   # a Saver's staging
     re.compile(r"\.tempstate\d+$"),             # a bundle's file being written
     re.compile(r"\.tmp[0-9a-f]{32}$"),          # TensorFlow's atomic writes
     re.compile(r"\.tmp-\d+$"),                  # results.write_json's
