@@ -92,7 +92,7 @@ def main(argv):
     cli.fail(f"--out={FLAGS.out}: its parent directory does not exist")
   # A full disk or a read-only file system under OUT: one line, no
   # traceback (export() has removed its temporary files).
-  with write_faults.end_on_failure(model_dir=None):
+  with write_faults.end_on_failure(model_dir=None, target=FLAGS.out):
     print(export(checkpoint, FLAGS.out, FLAGS.format))
 
 

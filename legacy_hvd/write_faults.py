@@ -158,15 +158,15 @@ def log_removed_at_start(model_dir):
                         "directory")
 
 
-def end(error, model_dir, tell_others):
+def end(error, model_dir, tell_others, target=None):
   """If `error` is a failed write: removes what it left, prints the one
-  line, has the other ranks told, and ends this process (exit 1). Returns
-  otherwise."""
+  line (naming `target`, else the file the error names), has the other
+  ranks told, and ends this process (exit 1). Returns otherwise."""
   found = cause(error)
   if found is None:
     return
   path, number = found
-  path = written_name(path) if path else None
+  path = target or (written_name(path) if path else None)
   removed, left = (remove_partial_files(model_dir) if model_dir
                    else ([], []))
   if path and path.endswith(".meta"):
@@ -188,14 +188,16 @@ def end(error, model_dir, tell_others):
 
 
 @contextlib.contextmanager
-def end_on_failure(model_dir, tell_others=lambda: None):
+def end_on_failure(model_dir, tell_others=lambda: None, target=None):
   """Ends the rank in one line (end()) when a write fails in the block, or
   in a thread of TensorFlow's (a summary writer's) meanwhile. model_dir:
-  the job's checkpoints, or None for a program that writes none."""
+  the job's checkpoints, or None for a program that writes none; target:
+  what the line names (an export's --out, whatever temporary name failed),
+  or None: the file the error names."""
   hook = getattr(threading, "excepthook", None)   # Python >= 3.8
 
   def thread_failed(args):
-    end(args.exc_value, model_dir, tell_others)
+    end(args.exc_value, model_dir, tell_others, target)
     hook(args)
 
   if hook is not None:
@@ -203,7 +205,7 @@ def end_on_failure(model_dir, tell_others=lambda: None):
   try:
     yield
   except Exception as e:   # pylint: disable=broad-except
-    end(e, model_dir, tell_others)
+    end(e, model_dir, tell_others, target)
     raise
   finally:
     if hook is not None:
