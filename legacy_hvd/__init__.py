@@ -29,9 +29,9 @@ below it (tests/test_layers.py reads the imports and checks it):
       The model, its maths and its input; never imports Horovod nor the
       distributed side.
   foundation: cli, config, compat, paths, progress, signals,
-      checkpoint_state
-      Flag and error handling, the frozen config, the TF-version helpers;
-      no Horovod.
+      checkpoint_state, write_faults
+      Flag and error handling, the frozen config, the TF-version helpers,
+      the line of a failed write; no Horovod.
 
 Only entry points import `flags` (the absl definitions, a top-level
 package) and read FLAGS; only they and the two upper layers import Horovod.

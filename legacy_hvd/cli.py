@@ -4,6 +4,7 @@
     cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
                              # (naming the host when the job spans several)
     cli.exit_quietly()       # a rank whose error another rank reports
+    cli.mark_exiting()       # a rank ending for a reason it reported itself
     cli.launched_processes() # N under horovodrun/mpirun -np N, else 1
 
 A launcher such as horovodrun starts the same command in every rank, so a bad
@@ -41,6 +42,12 @@ _exiting = False   # set once this rank is ending for a reason it reported
 def exiting():
   """True once fail() or exit_quietly() began ending this process."""
   return _exiting
+
+
+def mark_exiting():
+  """This process is ending for a reason it reports itself."""
+  global _exiting
+  _exiting = True
 
 
 class UserError(Exception):

@@ -26,6 +26,7 @@ from flags import serving as serving_flags
 from legacy_hvd import checkpoints
 from legacy_hvd import cli
 from legacy_hvd import model
+from legacy_hvd import write_faults
 from legacy_hvd.data import pipeline
 
 FLAGS = flags.FLAGS
@@ -89,7 +90,10 @@ def main(argv):
              "(an export is never overwritten)")
   if not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.out))):
     cli.fail(f"--out={FLAGS.out}: its parent directory does not exist")
-  print(export(checkpoint, FLAGS.out, FLAGS.format))
+  # A full disk or a read-only file system under OUT: one line, no
+  # traceback (export() has removed its temporary files).
+  with write_faults.end_on_failure(model_dir=None, target=FLAGS.out):
+    print(export(checkpoint, FLAGS.out, FLAGS.format))
 
 
 def run():

@@ -2,6 +2,7 @@
 
     checks = faults.model_dir_checks(model_dir, expected_shapes)   # rank 0
     watch = faults.watch_lost_hosts(roster, rank, size, model_dir)
+    with faults.end_on_write_failure(model_dir, watch): ... train, finish
     any_stop = faults.agree_on_stop(stop_signals, size)   # every step (TF2)
     except tf.errors.OpError as e: faults.end_on_error(e, progress, size, watch)
     faults.exit_if_stopped(summary, stop_signals, rank, model_dir)
@@ -11,7 +12,10 @@ same step through a one-float allreduce and rank 0 checkpoints there; NaN
 or Inf averaged gradients (numerics.checked) stop every rank before they
 are applied, in one line naming the step; rank 0 checks the model directory
 and falls back from a damaged checkpoint before any rank trains; a failed
-collective names the lost host (peers.py). The TF1 job's hooks and session
+collective names the lost host (peers.py); a write that fails in the model
+directory (a full disk, a read-only remount) ends the job in one line
+naming the file and the cause, nothing half-written left
+(write_faults.py). The TF1 job's hooks and session
 do the same in a graph (hooks.StopRequestHook).
 """
 import os
@@ -29,6 +33,7 @@ from legacy_hvd import numerics
 from legacy_hvd import peers
 from legacy_hvd import signals
 from legacy_hvd import startup
+from legacy_hvd import write_faults
 
 
 def tf2_checkpoint_shapes():
@@ -39,11 +44,21 @@ def tf2_checkpoint_shapes():
 
 def model_dir_checks(model_dir, expected_shapes):
   """Rank 0's checks (for startup.check_on_rank0): makes the directory,
-  proves it writable and picks an intact checkpoint to resume from."""
+  proves it writable, picks an intact checkpoint to resume from and
+  removes what a failed write left (saying so)."""
   def checks():
     startup.prepare_model_dir(model_dir)
     checkpoints.prepare_resume(model_dir, expected_shapes)
+    write_faults.log_removed_at_start(model_dir)
   return checks
+
+
+def end_on_write_failure(model_dir, watch):
+  """Around training and results: a write that fails ends this rank in one
+  line naming the file and the cause (write_faults.end_on_failure)."""
+  # Horovod: the other ranks, waiting in a collective for this one, are
+  # told that it failed; they name it in one line and exit.
+  return write_faults.end_on_failure(model_dir, watch.mark_failed)
 
 
 def agree_on_stop(stop_signals, size):

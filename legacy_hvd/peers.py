@@ -10,6 +10,7 @@
     watch = LossWatch(roster, report, exit_code, head_start,
                       stand_down).start()
     watch.check()       # after a collective failed: False, or ends the process
+    watch.mark_failed() # this rank ends for an error it reported itself
 
 Each rank listens on a TCP port of its host's address, where a thread of
 the rank answers every probe (PING) with a byte (ALIVE, or FAILED once an
@@ -385,6 +386,11 @@ class LossWatch:
                               name="lost-peer-watch", daemon=True)
     thread.start()
     return self
+
+  def mark_failed(self):
+    """This rank ends for an error it reported itself: the others name it
+    (Roster.mark_failed)."""
+    self._roster.mark_failed()
 
   def _watch(self, read_end):
     # Only the first signal: horovodrun's stop after a rank died is the

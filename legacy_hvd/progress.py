@@ -95,6 +95,7 @@ class StepLog:
   def __init__(self, path):
     if path:
       os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    self._path = path
     self._file = open(path, "a", buffering=1) if path else None
 
   def write(self, step, loss, learning_rate, digest=None):
@@ -104,7 +105,11 @@ class StepLog:
               "learning_rate": float(learning_rate)}
     if digest is not None:
       record["weight_digest"] = [float(d) for d in digest]
-    self._file.write(json.dumps(record) + "\n")
+    try:
+      self._file.write(json.dumps(record) + "\n")
+    except OSError as e:   # a write's error names no file: name this one
+      e.filename = e.filename or self._path
+      raise
 
   def close(self):
     if self._file is not None:

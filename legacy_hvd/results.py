@@ -16,9 +16,13 @@ RESULTS_FILE = "results.json"
 
 def write_json(path, summary):
   tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w") as f:
-    json.dump(summary, f, indent=2, sort_keys=True)
-    f.write("\n")
+  try:
+    with open(tmp, "w") as f:
+      json.dump(summary, f, indent=2, sort_keys=True)
+      f.write("\n")
+  except OSError as e:   # a write's error names no file: name this one
+    e.filename = e.filename or path
+    raise
   os.replace(tmp, path)
   return path
 

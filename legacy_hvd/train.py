@@ -141,14 +141,15 @@ def main(argv):
   watch = trainer.watch_hosts_and_log_start(
       config, data, ranks, graph_trainer.graph_allgather(horovod),
       "TF1 graph job")
-  try:
-    summary = train(config, data, ranks, stop_signals, horovod)
-  except tf.errors.OpError:
-    # Horovod: a failed collective ends every rank; if a host was lost, the
-    # first surviving rank names it in one line.
-    if ranks.size == 1 or not watch.check():
-      raise
-  trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf1")
+  with faults.end_on_write_failure(config.model_dir, watch):
+    try:
+      summary = train(config, data, ranks, stop_signals, horovod)
+    except tf.errors.OpError:
+      # Horovod: a failed collective ends every rank; if a host was lost,
+      # the first surviving rank names it in one line.
+      if ranks.size == 1 or not watch.check():
+        raise
+    trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf1")
 
 
 def run():

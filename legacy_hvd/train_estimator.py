@@ -211,21 +211,24 @@ def main(argv):
       config, data, ranks, graph_trainer.graph_allgather(hvd),
       "Estimator job")
   summary = None
-  with tempfile.TemporaryDirectory(prefix="legacy_hvd_estimator_") as scratch:
-    try:
-      summary = train(config, data, ranks, stop_signals, start_step, scratch)
-    except tf.errors.OpError:
-      # Horovod: a failed collective ends every rank; if a host was lost,
-      # the first surviving rank names it in one line.
-      if ranks.size == 1 or not watch.check():
-        raise
-  # Estimator's graphs are cycles of many Python objects: the interpreter's
-  # last collection at exit took seconds, and after a stop signal horovodrun
-  # kills a rank still exiting after 5 s. The process ends here, so its
-  # objects need no collection: frozen, they get none.
-  gc.freeze()
-  trainer.finish(summary, stop_signals, config, data, ranks.rank,
-                 "estimator")
+  with faults.end_on_write_failure(config.model_dir, watch):
+    with tempfile.TemporaryDirectory(
+        prefix="legacy_hvd_estimator_") as scratch:
+      try:
+        summary = train(config, data, ranks, stop_signals, start_step,
+                        scratch)
+      except tf.errors.OpError:
+        # Horovod: a failed collective ends every rank; if a host was lost,
+        # the first surviving rank names it in one line.
+        if ranks.size == 1 or not watch.check():
+          raise
+    # Estimator's graphs are cycles of many Python objects: the
+    # interpreter's last collection at exit took seconds, and after a stop
+    # signal horovodrun kills a rank still exiting after 5 s. The process
+    # ends here, so its objects need no collection: frozen, they get none.
+    gc.freeze()
+    trainer.finish(summary, stop_signals, config, data, ranks.rank,
+                   "estimator")
 
 
 def run():

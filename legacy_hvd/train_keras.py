@@ -146,8 +146,10 @@ def main(argv):
   hvd_keras.init()
   ranks = Ranks.of(hvd_keras)
   watch = eager_trainer.start(config, data, ranks, own_threads, "Keras fit")
-  summary = train(config, data, ranks, stop_signals, watch)
-  trainer.finish(summary, stop_signals, config, data, ranks.rank, "keras-fit")
+  with faults.end_on_write_failure(config.model_dir, watch):
+    summary = train(config, data, ranks, stop_signals, watch)
+    trainer.finish(summary, stop_signals, config, data, ranks.rank,
+                   "keras-fit")
 
 
 def run():

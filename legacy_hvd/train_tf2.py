@@ -9,7 +9,8 @@ results.json as the TF1 path, so the two can be compared step by step
 --model_dir. Runs on TF 2 and on TF 1.15 (with its v2 behaviour switched on,
 compat.enable_v2_behavior). The TF1 job's fault handling, the same
 behaviour and messages (legacy_hvd/faults.py): stop signals, NaN/Inf
-gradients, model-dir checks, damaged checkpoints, a lost host. What it
+gradients, model-dir checks, damaged checkpoints, a lost host, a failed
+write in the model directory. What it
 shares with the Keras fit variant is in legacy_hvd/eager_trainer.py.
 `grep -n "Horovod:"` lists every distributed touch point.
 """
@@ -151,8 +152,9 @@ def main(argv):
   watch = eager_trainer.start(
       config, data, ranks, own_threads,
       f"TF2 loop ({config.optimizer_impl} optimizer)")
-  summary = train(config, data, ranks, stop_signals, watch)
-  trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf2")
+  with faults.end_on_write_failure(config.model_dir, watch):
+    summary = train(config, data, ranks, stop_signals, watch)
+    trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf2")
 
 
 def run():

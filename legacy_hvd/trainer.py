@@ -105,7 +105,8 @@ def watch_hosts_and_log_start(config, data, ranks, allgather_rows,
   watch = faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
                                   config.model_dir)
   if ranks.rank == 0:
-    log_start(config, data, ranks.size, roster, trainer_name)
+    with faults.end_on_write_failure(config.model_dir, watch):  # world.json
+      log_start(config, data, ranks.size, roster, trainer_name)
   return watch
 
 
