@@ -168,8 +168,11 @@ def finished_run(trainer, request, tmp_path):
   if trainer.module in shared:
     run = request.getfixturevalue(shared[trainer.module])
     return copy_run(run, model_dir), ["--log_every_n_steps=10",
-                                      f"--data_dir={run.data_dir}"]
-  args = ["--save_checkpoints_steps=20", "--log_every_n_steps=10"]
+                                      f"--data_dir={run.data_dir}",
+                                      "--eval_every_n_steps=20"]
+  # Evaluated every 20 steps, as the shared runs are.
+  args = ["--save_checkpoints_steps=20", "--log_every_n_steps=10",
+          "--eval_every_n_steps=20"]
   assert_ok(horovodrun(2, trainer.module, [f"--model_dir={model_dir}",
                                            *args, "--max_steps=40"]))
   return model_dir, args
@@ -182,6 +185,9 @@ def test_damaged_latest_checkpoint_falls_back_and_resumes(
   args = [f"--model_dir={model_dir}", *args]
   first = read_results(model_dir)
   assert first["steps"] == 40 and first["weights_in_sync"]
+  # Every trainer evaluated every 20 steps, the last time at its end.
+  assert [e["step"] for e in first["evaluations"]] == [20, 40]
+  assert first["evaluations"][-1]["accuracy"] == first["test_accuracy"]
   data_file = model_dir / f"{trainer.checkpoint}-40.data-00000-of-00001"
   raw = bytearray(data_file.read_bytes())
   raw[len(raw) // 2:len(raw) // 2 + 64] = b"\xff" * 64
@@ -194,6 +200,8 @@ def test_damaged_latest_checkpoint_falls_back_and_resumes(
   results = read_results(model_dir)
   assert results["start_step"] == 20 and results["steps"] == 60
   assert results["weights_in_sync"] and results["path"] == trainer.path
+  # The resumed run's own evaluations, at the same global steps.
+  assert [e["step"] for e in results["evaluations"]] == [40, 60]
   # TensorBoard logs on rank 0 (Keras's callback writes under train/).
   events = [name for _, _, names in os.walk(model_dir) for name in names
             if name.startswith("events.out.tfevents")]
