@@ -23,6 +23,7 @@ import time
 
 from absl import logging
 import tensorflow.compat.v1 as tf
+import tensorflow.compat.v2 as tf2
 
 EVAL_RUN = "eval"   # TensorBoard run directory, inside model_dir
 
@@ -99,11 +100,11 @@ def _summary_writer(logdir):
       writer.flush()
     return write
 
-  writer = tf.compat.v2.summary.create_file_writer(logdir)
+  writer = tf2.summary.create_file_writer(logdir)
 
   def write_eagerly(step, values):
     with writer.as_default():
       for tag, value in values.items():
-        tf.compat.v2.summary.scalar(tag, value, step=step)
+        tf2.summary.scalar(tag, value, step=step)
     writer.flush()
   return write_eagerly

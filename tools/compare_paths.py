@@ -373,21 +373,35 @@ def plot_held_out(path, report):
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   held_out = report["held_out"]
-  figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+  steps = held_out["steps"]
+  figure, (top, middle, bottom) = plt.subplots(3, 1, figsize=(9, 9),
+                                               sharex=True)
   # One colour per run, as in curves.png; equal curves overlap, so each
-  # later one is drawn thinner and dashed.
-  for index, (name, values) in enumerate(held_out["paths"].items()):
+  # later one is drawn thinner and dashed, and the bottom panel shows how
+  # far each is from tf1's.
+  names = list(held_out["paths"])
+  reference = held_out["paths"][names[0]]
+  for index, name in enumerate(names):
+    values = held_out["paths"][name]
     style = dict(label=name, color=f"C{index}", marker="o",
                  linewidth=2.5 if index == 0 else 1,
                  linestyle="-" if index == 0 else "--")
-    top.plot(held_out["steps"], values["accuracy"], **style)
-    bottom.plot(held_out["steps"], values["loss"], **style)
+    top.plot(steps, values["accuracy"], **style)
+    middle.plot(steps, values["loss"], **style)
+    if index:
+      diff = np.abs(np.subtract(values["accuracy"], reference["accuracy"]))
+      bottom.plot(steps, np.maximum(diff, EXACT_FLOOR), marker="o",
+                  label=f"|{name} - {names[0]}|", linewidth=1,
+                  color=f"C{index}")
   top.set_ylabel("held-out accuracy")
   top.set_title(f"Held-out curves: np={report['np']}, {report['steps']} "
                 f"steps, seed {report['seed']}, the whole test set")
   top.legend()
+  middle.set_ylabel("held-out loss")
+  middle.legend()
+  bottom.set_yscale("log")
   bottom.set_xlabel("global step")
-  bottom.set_ylabel("held-out loss")
+  bottom.set_ylabel(f"|accuracy difference| (0 drawn at {EXACT_FLOOR:g})")
   bottom.legend()
   figure.tight_layout()
   figure.savefig(path, dpi=100)
