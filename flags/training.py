@@ -1,4 +1,5 @@
-"""Flags for the optimisation schedule: batch, learning rate, steps, outputs.
+"""Flags for the optimisation schedule: batch, learning rate, steps, outputs,
+evaluation.
 
     define_training()              # on absl's global FLAGS
     define_training(FlagValues())  # on a private set, as the tests do
@@ -48,6 +49,12 @@ def define_training(flag_values=flags.FLAGS):
   flags.DEFINE_integer(
       "save_checkpoints_steps", 500, "Rank 0 saves a checkpoint every this "
       "many steps, and at the end.", **fv)
+  flags.DEFINE_integer(
+      "eval_every_n_steps", 0, "Every this many global steps, every rank "
+      "scores its shard of the test set and the counts are summed across "
+      "ranks: rank 0 logs the held-out loss and accuracy and writes them to "
+      "TensorBoard (<model_dir>/eval), results.json (evaluations) and the "
+      "step log; 0: only the evaluation at the end.", lower_bound=0, **fv)
 
   for name in POSITIVE_INTEGERS:
     flags.register_validator(name, lambda v: v >= 1,

@@ -20,8 +20,8 @@ below it (tests/test_layers.py reads the imports and checks it):
   trainer core: trainer, eager_trainer, graph_trainer
       What the trainers share: the run's plan, input, progress, world line,
       start-up, restore and final evaluation; the two graph trainers' step.
-  distributed side: faults, startup, hooks, callbacks, devices, peers,
-      keeper, world, placement, checkpoints, results, feasibility,
+  distributed side: faults, startup, hooks, callbacks, heldout, devices,
+      peers, keeper, world, placement, checkpoints, results, feasibility,
       no_horovod
       Horovod, hosts, processes and files of a job; never reaches a trainer.
   model side: model, schedule, optimizers, numerics, keras_model, scoring,

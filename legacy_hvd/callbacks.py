@@ -2,6 +2,7 @@
 
     ProgressCallback(progress, step_log, learning_rate, params, summary_dir)
     StopCallback(stop_signals, size, last_step)   # all ranks stop together
+    EvaluationCallback(held_out, test_set, stop)   # every N steps, all ranks
     CheckpointCallback(manager, every_n_steps, saved_step)   # rank 0 only
     broadcast_global_variables_callback(root_rank)   # Horovod's, or on TF 1.15
                                                      # a stand-in
@@ -83,6 +84,28 @@ class StopCallback(tf.keras.callbacks.Callback):
       self.stopped = True
     if self.stopped or _step(self.model) >= self._last_step:
       self.model.stop_training = True
+
+
+class EvaluationCallback(tf.keras.callbacks.Callback):
+  """Scores the test set after the steps `held_out` (a heldout.HeldOut)
+  says are due: held_out.record(step, test_set.run()).
+
+  Every rank runs it after the same steps (test_set.run sums the counts
+  with a collective); after the StopCallback `stop` in the list, so a step
+  where the ranks agreed to stop is not evaluated. Added to fit only with
+  --eval_every_n_steps.
+  """
+
+  def __init__(self, held_out, test_set, stop):
+    super().__init__()
+    self._held_out = held_out
+    self._test_set = test_set
+    self._stop = stop
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = _step(self.model)
+    if self._held_out.due(step) and not self._stop.stopped:
+      self._held_out.record(step, self._test_set.run())
 
 
 class CheckpointCallback(tf.keras.callbacks.Callback):

@@ -36,7 +36,7 @@ class Config:
   deterministic: bool = False
   horovod: bool = True
   optimizer_impl: str = "v1"       # TF2 path only: v1 or keras
-  eval_every_n_steps: int = 0      # Estimator job only: 0 evaluates at the end
+  eval_every_n_steps: int = 0      # 0: the test set only at the end
 
   @classmethod
   def from_flags(cls, flag_values):

@@ -5,8 +5,12 @@
     manager, saved_step = restore(config.model_dir, ranks.rank, step,
                                   optimizer, params)   # rank 0 restores
     ... train ...
-    summary = final_summary(forward, params, data, ranks, progress, plan,
-                            config)   # every rank: test set, weight digests
+    test_set, held_out = held_out_evaluation(forward, data, ranks, plan,
+                                             config)
+    ... train; after each step, every rank alike:
+    if held_out.due(step): held_out.record(step, test_set.run())
+    summary = final_summary(test_set, held_out, params, ranks, progress,
+                            plan, config)   # every rank: test set, digests
 
 legacy_hvd.train_tf2 (the tf.function loop) and legacy_hvd.train_keras
 (Keras fit) build their models and steps differently and meet here for the
@@ -22,6 +26,7 @@ import tensorflow.compat.v2 as tf
 from legacy_hvd import checkpoints
 from legacy_hvd import devices
 from legacy_hvd import faults
+from legacy_hvd import heldout
 from legacy_hvd import model
 from legacy_hvd import results
 from legacy_hvd import scoring
@@ -62,14 +67,28 @@ def restore(model_dir, rank, step, optimizer, params):
   return manager, int(step.numpy())
 
 
-def final_summary(forward, params, data, ranks, progress, plan, config):
-  """Every rank: scores its test shard, checks the weights are in sync;
-  the results.json fields (results.run_summary)."""
+def held_out_evaluation(forward, data, ranks, plan, config):
+  """(scoring.EagerEvaluation of this rank's test shard, its HeldOut):
+  what scores the test set, and when and where the scores go.
+
+  forward: float32 images [N, 32, 32, 3] -> logits [N, 10].
+  """
   # Horovod: every rank scores its test shard; the counts are summed.
-  metrics = scoring.evaluate_eagerly(
+  test_set = scoring.EagerEvaluation(
       forward, data.test_images, data.test_labels, ranks.size, ranks.rank,
       lambda counts: hvd.allreduce(counts, op=hvd.Sum))
+  return test_set, heldout.HeldOut(
+      config.eval_every_n_steps, plan.max_steps, ranks.rank,
+      config.model_dir, config.step_log)
+
+
+def final_summary(test_set, held_out, params, ranks, progress, plan, config):
+  """Every rank: scores its test shard, checks the weights are in sync;
+  the results.json fields (results.run_summary, and the evaluations)."""
+  metrics = test_set.run()
+  held_out.record_final(progress.last_step, metrics)
   # Horovod: gather every rank's weight digest to check they stayed in sync.
   digests = hvd.allgather(model.weight_digest(params)[None]).numpy().tolist()
-  return results.run_summary(metrics, digests, progress, ranks.size,
-                             config.batch_size, plan.steps_per_epoch)
+  return dict(results.run_summary(metrics, digests, progress, ranks.size,
+                                  config.batch_size, plan.steps_per_epoch),
+              **held_out.results())

@@ -6,6 +6,7 @@
     estimator.train(input_fn, hooks=[..., input_fn])   # also its feeding hook
     ProgressHook(progress, fetches, summary_dir, step_log, digest)
     StopRequestHook(stop_signals, flag, any_flag)   # all ranks stop together
+    EvaluationHook(held_out, evaluate, current_step, skip_if)   # every N steps
     FinalHook(fn)                             # runs fn(session) before close
     checkpoint_saver(model_dir, every_n_steps, scaffold)   # rank 0's saver
 
@@ -187,6 +188,30 @@ def checkpoint_saver(model_dir, every_n_steps, scaffold):
                                       scaffold=scaffold)
   hook._set_steps_per_run(1)  # pylint: disable=protected-access
   return hook
+
+
+class EvaluationHook(tf.train.SessionRunHook):
+  """Scores the test set after the steps `held_out` (a heldout.HeldOut)
+  says are due: held_out.record(step, evaluate(session)).
+
+  Every rank runs it after the same global steps, so `evaluate` may run
+  collectives (scoring.Evaluation.run sums the counts). current_step() is
+  the step just finished, as the ProgressHook before this one recorded it
+  (no extra fetch per step). Skipped once skip_if() (a stop was agreed: the
+  ranks exit quickly). Add it only with --eval_every_n_steps: otherwise
+  the steps run without it.
+  """
+
+  def __init__(self, held_out, evaluate, current_step, skip_if):
+    self._held_out = held_out
+    self._evaluate = evaluate
+    self._current_step = current_step
+    self._skip_if = skip_if
+
+  def after_run(self, run_context, run_values):
+    step = self._current_step()
+    if self._held_out.due(step) and not self._skip_if():
+      self._held_out.record(step, self._evaluate(run_context.session))
 
 
 class FinalHook(tf.train.SessionRunHook):

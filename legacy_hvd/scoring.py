@@ -3,8 +3,9 @@
     test_set = Evaluation(test_shape, params, num_shards, shard_index, sum_fn)
     ...                                   # graph finalized, session created
     metrics = test_set.run(session, test_images, test_labels)
-    metrics = evaluate_eagerly(forward, test_images, test_labels, num_shards,
-                               shard_index, sum_fn)   # TF2, eagerly
+    test_set = EagerEvaluation(forward, test_images, test_labels,
+                               num_shards, shard_index, sum_fn)   # TF2
+    metrics = test_set.run()                       # eagerly, as often as due
 
 Each rank scores only its shard of the test set; the per-class correct counts,
 per-class totals and the summed loss are then added up over all ranks by
@@ -83,17 +84,27 @@ def metrics_from_counts(counts):
   }
 
 
-def evaluate_eagerly(forward, test_images, test_labels, num_shards,
-                     shard_index, sum_fn):
+class EagerEvaluation:
   """The TF2 variants' evaluation: this rank's shard, summed by `sum_fn`.
 
-  forward: float32 images [N, 32, 32, 3] -> logits [N, 10]. `sum_fn` runs
-  one collective (every rank calls this once). Returns a metrics dict.
+  forward: float32 images [N, 32, 32, 3] -> logits [N, 10]. Built once and
+  run as often as needed (every --eval_every_n_steps and at the end): the
+  counting function is traced once, the test shard's dataset made once.
   """
-  counts_of = tf.function(lambda images, labels: batch_counts(
-      forward(images), labels))
-  local = tf.zeros([1 + 2 * NUM_CLASSES], tf.float64)
-  for images, labels in pipeline.test_batches(test_images, test_labels,
-                                              num_shards, shard_index):
-    local += counts_of(images, labels)
-  return metrics_from_counts(sum_fn(local).numpy())
+
+  def __init__(self, forward, test_images, test_labels, num_shards,
+               shard_index, sum_fn):
+    self._counts_of = tf.function(lambda images, labels: batch_counts(
+        forward(images), labels))
+    self._batches = pipeline.test_batches(test_images, test_labels,
+                                          num_shards, shard_index)
+    self._sum_fn = sum_fn
+
+  def run(self):
+    """Scores this rank's shard, sums over ranks (one collective: every rank
+    calls it at the same point); returns a metrics dict."""
+    local = tf.zeros([1 + 2 * NUM_CLASSES], tf.float64)
+    for images, labels in self._batches:
+      local += self._counts_of(images, labels)
+    return metrics_from_counts(self._sum_fn(local).numpy())
+

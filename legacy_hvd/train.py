@@ -18,6 +18,7 @@ from legacy_hvd import cli
 from legacy_hvd import devices
 from legacy_hvd import faults
 from legacy_hvd import graph_trainer
+from legacy_hvd import heldout
 from legacy_hvd import hooks
 from legacy_hvd import model
 from legacy_hvd import no_horovod
@@ -62,9 +63,11 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
   all_digests = horovod.allgather(step.digest[None])
   stop_flag, any_stop = graph_trainer.stop_request(ranks.size, horovod)
 
+  def score(session):
+    return test_set.run(session, data.test_images, data.test_labels)
+
   def finish(session):
-    return (test_set.run(session, data.test_images, data.test_labels),
-            session.run(all_digests).tolist())
+    return score(session), session.run(all_digests).tolist()
 
   progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
   rank0 = ranks.rank == 0
@@ -72,6 +75,8 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
       step, stop_signals, stop_flag, any_stop, progress, step_log,
       summary_dir=config.model_dir if rank0 else None)
   final = hooks.FinalHook(finish, skip_if=lambda: stop.stopped)
+  held_out = heldout.HeldOut(config.eval_every_n_steps, plan.max_steps,
+                             ranks.rank, config.model_dir, config.step_log)
   train_hooks = [
       # Horovod: all ranks stop at the same global step.
       tf.train.StopAtStepHook(last_step=plan.max_steps),
@@ -85,6 +90,13 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
       progress_hook,
       final,
   ]
+  if held_out.every_n_steps:
+    # Horovod: every rank scores its test shard after the same steps; the
+    # counts are summed (the Evaluation's allreduce, built above).
+    train_hooks.insert(train_hooks.index(progress_hook) + 1,
+                       hooks.EvaluationHook(
+                           held_out, score, lambda: progress.last_step,
+                           skip_if=lambda: stop.stopped))
   if config.horovod:
     # Horovod: start every rank from rank 0's variables: its fresh initial
     # values, or what it restored from the checkpoint. (Horovod's hook, or
@@ -116,8 +128,11 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
     return None
 
   metrics, weight_digests = final.result
-  return results.run_summary(metrics, weight_digests, progress, ranks.size,
-                             config.batch_size, plan.steps_per_epoch)
+  held_out.record_final(progress.last_step, metrics)
+  return dict(results.run_summary(metrics, weight_digests, progress,
+                                  ranks.size, config.batch_size,
+                                  plan.steps_per_epoch),
+              **held_out.results())
 
 
 def main(argv):

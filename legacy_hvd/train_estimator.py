@@ -41,6 +41,7 @@ from legacy_hvd import compat
 from legacy_hvd import devices
 from legacy_hvd import faults
 from legacy_hvd import graph_trainer
+from legacy_hvd import heldout
 from legacy_hvd import hooks
 from legacy_hvd import model
 from legacy_hvd import numerics
@@ -126,6 +127,10 @@ def train(config, data, ranks, stop_signals, start_step, scratch_dir):
   progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
   made = {}
   rank0 = ranks.rank == 0
+  # Estimator.evaluate writes the eval run's summaries itself.
+  held_out = heldout.HeldOut(config.eval_every_n_steps, plan.max_steps,
+                             ranks.rank, config.model_dir, config.step_log,
+                             write_summaries=False)
   # Horovod: rank 0's model_dir holds the checkpoints, summaries and
   # results; the other ranks' Estimators get a scratch directory instead of
   # one of their own in /tmp.
@@ -161,14 +166,14 @@ def train(config, data, ranks, stop_signals, start_step, scratch_dir):
     evaluation = estimator.evaluate(test_input, hooks=[
         hooks.BroadcastGlobalVariablesHook(0), test_input])
     metrics = scoring.metrics_from_counts(evaluation["counts"])
-    if rank0:
-      logging.info("step %d: test accuracy %.4f, test loss %.4g", until,
-                   metrics["test_accuracy"], metrics["test_loss"])
+    if held_out.due(until):
+      held_out.record(until, metrics)
   step_log.close()
+  held_out.record_final(plan.max_steps, metrics)
   summary = results.run_summary(
       metrics, evaluation["weight_digests"].tolist(), progress, ranks.size,
       config.batch_size, plan.steps_per_epoch)
-  return dict(summary, start_step=start_step)
+  return dict(summary, start_step=start_step, **held_out.results())
 
 
 def main(argv):

@@ -88,6 +88,8 @@ def train(config, data, ranks, stop_signals, watch):
                             ranks, start * config.batch_size)
   progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
   stop = callbacks.StopCallback(stop_signals, ranks.size, plan.max_steps)
+  test_set, held_out = eager_trainer.held_out_evaluation(net, data, ranks,
+                                                         plan, config)
   fit_callbacks = [
       # Horovod: after the first step, rank 0's weights and optimizer state
       # everywhere again (Horovod's callback, as users write it; on TF 1.15
@@ -103,6 +105,11 @@ def train(config, data, ranks, stop_signals, watch):
           summary_dir=config.model_dir if ranks.rank == 0 else None),
       stop,
   ]
+  if held_out.every_n_steps:
+    # Horovod: every rank scores its test shard after the same steps; the
+    # counts are summed.
+    fit_callbacks.append(callbacks.EvaluationCallback(held_out, test_set,
+                                                      stop))
   if ranks.rank == 0:
     # Horovod: only rank 0 writes checkpoints and TensorBoard logs.
     fit_callbacks += [
@@ -122,8 +129,8 @@ def train(config, data, ranks, stop_signals, watch):
       faults.end_on_error(e, progress, ranks.size, watch)
   if stop.stopped:
     return None
-  return eager_trainer.final_summary(net, params, data, ranks, progress, plan,
-                                     config)
+  return eager_trainer.final_summary(test_set, held_out, params, ranks,
+                                     progress, plan, config)
 
 
 def main(argv):

@@ -98,6 +98,8 @@ def train(config, data, ranks, stop_signals, watch):
   dataset = trainer.batches(config, data.train_images, data.train_labels,
                             ranks, int(step.numpy()) * config.batch_size)
   progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
+  test_set, held_out = eager_trainer.held_out_evaluation(
+      lambda images: model.forward(images, params), data, ranks, plan, config)
   writer = (tf.summary.create_file_writer(config.model_dir)
             if ranks.rank == 0 else tf.summary.create_noop_writer())
   progress.start(int(step.numpy()))
@@ -129,15 +131,18 @@ def train(config, data, ranks, stop_signals, watch):
       if manager and current % config.save_checkpoints_steps == 0:
         manager.save(checkpoint_number=current)
         saved_step = current
+      if held_out.due(current) and not stopped:
+        # Horovod: every rank scores its test shard after the same step; the
+        # counts are summed.
+        held_out.record(current, test_set.run())
   step_log.close()
   writer.flush()
   if manager and saved_step != int(step.numpy()):
     manager.save(checkpoint_number=int(step.numpy()))
   if stopped:
     return None
-  return eager_trainer.final_summary(
-      lambda images: model.forward(images, params), params, data, ranks,
-      progress, plan, config)
+  return eager_trainer.final_summary(test_set, held_out, params, ranks,
+                                     progress, plan, config)
 
 
 def main(argv):

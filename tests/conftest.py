@@ -73,6 +73,8 @@ Run = collections.namedtuple("Run", "model_dir data_dir output files")
 # the model directory that is not group-readable was written by another rank.
 RANK_UMASK = 'if [ "$HOROVOD_RANK" != 0 ]; then umask 077; else umask 022; fi'
 SHARED_STEPS = 40
+# The shared runs also evaluate on the test set every this many steps.
+SHARED_EVAL_EVERY = 20
 
 
 def _finished_run(root, module, args, env=None):
@@ -82,7 +84,9 @@ def _finished_run(root, module, args, env=None):
   process = horovodrun(2, module, [
       f"--model_dir={model_dir}", f"--data_dir={data_dir}",
       f"--max_steps={SHARED_STEPS}", "--log_every_n_steps=10",
-      f"--save_checkpoints_steps={SHARED_STEPS // 2}", *args],
+      f"--save_checkpoints_steps={SHARED_STEPS // 2}",
+      f"--eval_every_n_steps={SHARED_EVAL_EVERY}",
+      f"--step_log={root / 'steps.jsonl'}", *args],
                        env=env, wrapper=RANK_UMASK)
   assert_ok(process)
   return Run(model_dir, data_dir, process.stdout + process.stderr, root)
@@ -92,8 +96,8 @@ def _finished_run(root, module, args, env=None):
 def tf1_run(tmp_path_factory):
   """One np=2 run of the TF1 job, shared by every test that only reads a
   finished run: results.json and rank-0-only files, the ranks' start
-  lines, Horovod's timeline and autotune log (`files`), evaluate, export,
-  predict, plot. A test that changes the run works on a copy (copy_run)."""
+  lines, Horovod's timeline and autotune log and the step log (`files`),
+  the periodic evaluation, evaluate, export, predict, plot. A test that changes the run works on a copy (copy_run)."""
   root = tmp_path_factory.mktemp("tf1-run")
   return _finished_run(root, "legacy_hvd.train", [], env={
       "HOROVOD_TIMELINE": str(root / "timeline.json"),
@@ -117,7 +121,8 @@ def tf1_evaluation(tf1_run):
 
 @pytest.fixture(scope="session")
 def tf2_run(tmp_path_factory):
-  """One np=2 run of the TF2 loop, unpinned (--nocpu_affinity)."""
+  """One np=2 run of the TF2 loop, unpinned (--nocpu_affinity), evaluated
+  periodically too."""
   return _finished_run(tmp_path_factory.mktemp("tf2-run"),
                        "legacy_hvd.train_tf2", ["--nocpu_affinity"])
 

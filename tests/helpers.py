@@ -83,6 +83,46 @@ def read_results(model_dir):
     return json.load(f)
 
 
+def eval_summaries(model_dir):
+  """{(tag, step): value} of the TensorBoard `eval` run in model_dir
+  (Summary protos of the TF1 job, or the TF2 writer's tensors)."""
+  import tensorflow.compat.v1 as tf
+  found = {}
+  for name in sorted(os.listdir(os.path.join(model_dir, "eval"))):
+    for event in tf.train.summary_iterator(
+        os.path.join(model_dir, "eval", name)):
+      for value in event.summary.value:
+        found[value.tag, event.step] = (
+            value.simple_value if value.HasField("simple_value")
+            else float(tf.make_ndarray(value.tensor)))
+  return found
+
+
+def assert_periodic_evaluations(model_dir, step_log, output, every, last):
+  """A run evaluated every `every` steps to `last`: the same numbers in
+  results.json's evaluations (the last one its final test_*), in the eval
+  run's summaries, in the step log and in rank 0's log lines only."""
+  results = read_results(model_dir)
+  evaluations = results["evaluations"]
+  steps = list(range(every, last + 1, every))
+  assert [e["step"] for e in evaluations] == steps
+  assert evaluations[-1]["accuracy"] == results["test_accuracy"]
+  assert evaluations[-1]["loss"] == results["test_loss"]
+  assert all(e["examples"] == results["test_examples"] for e in evaluations)
+  summaries = eval_summaries(model_dir)
+  for e in evaluations:
+    assert abs(summaries["accuracy", e["step"]] - e["accuracy"]) < 1e-6
+    assert abs(summaries["loss", e["step"]] - e["loss"]) < 1e-5
+  with open(step_log) as f:
+    logged = [json.loads(line) for line in f]
+  assert [(r["step"], r["test_accuracy"], r["test_loss"]) for r in logged
+          if "test_loss" in r] == [(e["step"], e["accuracy"], e["loss"])
+                                   for e in evaluations]
+  lines = [line for line in output.splitlines()
+           if f"step {every}: test accuracy" in line]
+  assert len(lines) == 1 and lines[0].startswith("[0]"), lines
+
+
 def assert_ok(process):
   assert process.returncode == 0, (
       f"exit {process.returncode}\n--- stdout\n{process.stdout[-4000:]}"

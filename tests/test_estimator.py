@@ -44,6 +44,12 @@ def test_trains_evaluates_every_n_steps_and_writes_results(job):
   assert evaluated == [str(EVERY), str(STEPS)]   # rank 0's lines only
   results = read_results(root / "model")
   assert results["path"] == "estimator" and results["steps"] == STEPS
+  # The same history as the other trainers: results.json, the step log.
+  assert [e["step"] for e in results["evaluations"]] == [EVERY, STEPS]
+  assert results["evaluations"][-1]["accuracy"] == results["test_accuracy"]
+  logged = [json.loads(line) for line in
+            (root / "estimator.jsonl").read_text().splitlines()]
+  assert [r["step"] for r in logged if "test_loss" in r] == [EVERY, STEPS]
   assert results["start_step"] == 0 and results["weights_in_sync"]
   assert results["test_examples"] > 0
   assert "]<stderr>:Traceback" not in output
@@ -53,7 +59,9 @@ def test_trains_evaluates_every_n_steps_and_writes_results(job):
 
 
 def losses(step_log):
-  return [json.loads(line)["loss"] for line in step_log.read_text().splitlines()]
+  """Every training step's loss (an evaluation's line has test_loss)."""
+  records = [json.loads(line) for line in step_log.read_text().splitlines()]
+  return [r["loss"] for r in records if "test_loss" not in r]
 
 
 def test_train_evaluate_rounds_equal_the_mts_job_bit_for_bit(job, tmp_path):

@@ -196,6 +196,15 @@ def test_nan_stops_naming_the_step_and_keeps_good_checkpoint(
   assert "]<stderr>:Traceback" not in process.stdout + process.stderr
 
 
+def evaluated(trainer):
+  """Every 20 steps, as the shared runs are evaluated; not the Estimator
+  job, whose periodic evaluation tests/test_estimator.py runs (here each
+  round would cost a new session)."""
+  if trainer.module == "legacy_hvd.train_estimator":
+    return []
+  return ["--eval_every_n_steps=20"]
+
+
 def finished_run(trainer, request, stopped_runs, tmp_path):
   """A copy of a finished run of `trainer` with two checkpoints, and the
   flags that continue it: the shared 40-step run (conftest.py) where the
@@ -206,7 +215,8 @@ def finished_run(trainer, request, stopped_runs, tmp_path):
   else:
     run, _ = stopped_runs(trainer)
   return copy_run(run, tmp_path / "model"), [
-      "--log_every_n_steps=10", f"--data_dir={run.data_dir}"]
+      "--log_every_n_steps=10", f"--data_dir={run.data_dir}",
+      *evaluated(trainer)]
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=str)
@@ -230,6 +240,15 @@ def test_damaged_latest_checkpoint_falls_back_and_resumes(
   results = read_results(model_dir)
   assert results["start_step"] == before and results["steps"] == last + 20
   assert results["weights_in_sync"] and results["path"] == trainer.path
+  # The resumed run's own evaluations: every 20 global steps, the last at
+  # its end (the final evaluation).
+  end = last + 20
+  if evaluated(trainer):
+    assert [e["step"] for e in results["evaluations"]] == [
+        *range(before // 20 * 20 + 20, end, 20), end]
+    assert results["evaluations"][-1]["accuracy"] == results["test_accuracy"]
+  else:
+    assert results["evaluations"] == []
   # TensorBoard logs on rank 0 (Keras's callback writes under train/).
   events = [name for _, _, names in os.walk(model_dir) for name in names
             if name.startswith("events.out.tfevents")]

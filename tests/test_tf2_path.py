@@ -3,9 +3,9 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import SHARED_STEPS, copy_run
-from tests.helpers import (REPO, assert_ok, error_lines, horovodrun,
-                           read_results)
+from tests.conftest import SHARED_EVAL_EVERY, SHARED_STEPS, copy_run
+from tests.helpers import (REPO, assert_ok, assert_periodic_evaluations,
+                           error_lines, horovodrun, read_results)
 
 STEPS = 30
 
@@ -15,7 +15,7 @@ def test_compare_paths_v1_is_exact_and_keras_diverges(tmp_path, isolated_cache):
   process = subprocess.run(
       [sys.executable, "tools/compare_paths.py", "--np", "2", "--steps",
        str(STEPS), "--digest_every", "10", "--out", str(out),
-       "--impls", "v1,keras"], cwd=REPO, capture_output=True, text=True,
+       "--impls", "v1,keras", "--eval_every_n_steps", "10"], cwd=REPO, capture_output=True, text=True,
       timeout=600)
   assert_ok(process)
   report = json.loads((out / "report.json").read_text())
@@ -33,6 +33,20 @@ def test_compare_paths_v1_is_exact_and_keras_diverges(tmp_path, isolated_cache):
   markdown = (out / "report.md").read_text()
   assert "| test accuracy |" in markdown and "Cause:" in markdown
   assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  # The held-out curves: the same weights give the same held-out numbers
+  # (tf2-v1's are tf1's), other weights other ones (Keras Adam).
+  held_out = report["held_out"]
+  assert held_out["steps"] == [10, 20, STEPS]
+  assert held_out["equal_to_tf1"] == {"tf2-v1": True, "tf2-keras": False}
+  assert held_out["paths"]["tf1"]["accuracy"][-1] == report["runs"][0][
+      "test_accuracy"]
+  assert "## Held-out accuracy" in markdown
+  assert (out / "held_out.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tf2_path_evaluates_periodically_on_every_rank(tf2_run):
+  assert_periodic_evaluations(tf2_run.model_dir, tf2_run.files / "steps.jsonl",
+                              tf2_run.output, SHARED_EVAL_EVERY, SHARED_STEPS)
 
 
 def test_tf2_path_resumes_from_its_checkpoint(tf2_run, tmp_path):

@@ -2,8 +2,10 @@
 import os
 import stat
 
-from tests.conftest import RANK_UMASK, SHARED_STEPS, copy_run
-from tests.helpers import assert_ok, horovodrun, read_results
+from tests.conftest import RANK_UMASK, SHARED_EVAL_EVERY, SHARED_STEPS
+from tests.conftest import copy_run
+from tests.helpers import (assert_ok, assert_periodic_evaluations, horovodrun,
+                           read_results)
 
 
 def written_by_other_ranks(model_dir):
@@ -30,6 +32,11 @@ def test_a_run_writes_rank0_only_outputs_and_ends_in_sync(tf1_run):
              for f in model_dir.iterdir())
   assert written_by_other_ranks(model_dir) == []
   assert "Test accuracy" in tf1_run.output
+
+
+def test_a_run_evaluates_periodically_on_every_rank(tf1_run):
+  assert_periodic_evaluations(tf1_run.model_dir, tf1_run.files / "steps.jsonl",
+                              tf1_run.output, SHARED_EVAL_EVERY, SHARED_STEPS)
 
 
 def test_a_second_run_resumes(tf1_run, tmp_path):

@@ -4,6 +4,7 @@
     python tools/benchmark.py --out DIR --cases knobs   # each knob's effect
     python tools/benchmark.py --out DIR --cases tf1-np1 \
         --stacks .venv-tf1.15.5/bin/python   # the same graph on TF 1.15 too
+    python tools/benchmark.py --out DIR --cases eval   # periodic evaluation
 
 Across test hosts over emulated links (100mbit, 1gbit), with the knobs and
 step time split into compute and allreduce: tools/hostbench.py.
@@ -26,6 +27,12 @@ in a bare session.run loop, no hooks, no Horovod. Every case is also given
 as a fraction of it, with the spread of its repeats ((max - min) / median)
 and each rank's peak resident memory (every rank runs under
 tools/peak_rss.py: getrusage's high-water mark, the largest of the repeats).
+
+The `eval` cases run with --eval_every_n_steps=EVAL_EVERY beside the same
+trainer without it: their training steps between evaluations, the median
+step time over the steps that do not follow an evaluation (the same steps
+left out in both), as a ratio of on / off (target: no slower), and the
+seconds one evaluation adds.
 """
 import argparse
 import json
@@ -76,6 +83,20 @@ CASES = {
     "keras-np1": ("legacy_hvd.train_keras", 1, [], GLOO),
     "keras-np4": ("legacy_hvd.train_keras", 4, [], GLOO),
 }
+# Periodic held-out evaluation (--eval_every_n_steps), on against off.
+EVAL_EVERY = 50
+EVAL_CASES = {   # name -> the case without evaluation
+    "tf1-np2-eval": "tf1-np2",
+    "tf2-np2-eval": "tf2-np2",
+    "keras-np2-eval": "keras-np2",
+}
+CASES.update({
+    "tf2-np2": ("legacy_hvd.train_tf2", 2, ["--optimizer_impl=v1"], GLOO),
+    "keras-np2": ("legacy_hvd.train_keras", 2, [], GLOO),
+})
+CASES.update({name: (CASES[off][0], CASES[off][1],
+                     CASES[off][2] + [f"--eval_every_n_steps={EVAL_EVERY}"],
+                     CASES[off][3]) for name, off in EVAL_CASES.items()})
 DEFAULT_CASES = ["bare", "bare-np2", "bare-np4", "tf1-np1", "tf1-np2",
                  "tf1-np4", "tf2-np1", "tf1-np1-plain", "tf1-np1-synthetic",
                  "tf1-np4-synthetic"]
@@ -111,6 +132,7 @@ RATIOS = {
 }
 CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
                "keras": ["tf1-np1", "tf1-np4", "keras-np1", "keras-np4"],
+               "eval": [case for pair in EVAL_CASES.items() for case in pair],
                "all": DEFAULT_CASES + KNOB_CASES}
 
 
@@ -152,7 +174,8 @@ def parse_args(argv):
 
 def run_case(name, args, work, python=sys.executable):
   """Launches one case with `python`: (aggregate images/sec after the
-  warm-up, [peak resident bytes of rank 0, 1, ...])."""
+  warm-up, [peak resident bytes of rank 0, 1, ...], {step: rank 0's time
+  when it was recorded})."""
   module, np, flags, launcher = CASES[name]
   model_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=work)
   step_log = os.path.join(model_dir, "steps.jsonl")
@@ -177,13 +200,71 @@ def run_case(name, args, work, python=sys.executable):
     sys.exit(f"benchmark: error: case {name} exited {process.returncode}:\n"
              + process.stderr[-2000:])
   with open(step_log) as f:
-    times = {r["step"]: r["time"] for r in map(json.loads, f)}
+    # An evaluation's line (test_loss) follows its step's.
+    times = {r["step"]: r["time"] for r in map(json.loads, f)
+             if "test_loss" not in r}
   peaks = []
   for rank in range(np):
     with open(os.path.join(rss_dir, f"rank-{rank}.json")) as f:
       peaks.append(json.load(f)["peak_rss_bytes"])
   return (args.steps * BATCH_SIZE * np / (times[total] - times[args.warmup]),
-          peaks)
+          peaks, times)
+
+
+def step_seconds_between_evaluations(times, first, last, every):
+  """Median seconds of the steps first+1..last that do not follow a step
+  that is a multiple of `every` (where an evaluation runs, if on)."""
+  return statistics.median(times[s] - times[s - 1]
+                           for s in range(first + 1, last + 1)
+                           if (s - 1) % every)
+
+
+def evaluation_seconds(times, first, last, every, step_seconds):
+  """Median seconds an evaluation adds to the step after it."""
+  added = [times[s + 1] - times[s] - step_seconds
+           for s in range(first, last) if s % every == 0]
+  return statistics.median(added) if added else None
+
+
+def evaluation_figures(runs_times, args):
+  """{eval case: on / off step time between evaluations (ratio of medians),
+  the spreads of both, seconds per evaluation}, for the eval cases run."""
+  first, last = args.warmup, args.warmup + args.steps
+  step_seconds = {label: [step_seconds_between_evaluations(
+      times, first, last, EVAL_EVERY) for times in runs]
+                  for label, runs in runs_times.items()}
+  medians = {label: statistics.median(v) for label, v in step_seconds.items()}
+  figures = {}
+  for on, off in EVAL_CASES.items():
+    if on not in medians or off not in medians:
+      continue
+    figures[on] = {
+        "every_n_steps": EVAL_EVERY,
+        "step_seconds_on": medians[on], "step_seconds_off": medians[off],
+        "ratio_on_off": medians[on] / medians[off],
+        "spread_on": (max(step_seconds[on]) - min(step_seconds[on]))
+                     / medians[on],
+        "spread_off": (max(step_seconds[off]) - min(step_seconds[off]))
+                      / medians[off],
+        "seconds_per_evaluation": statistics.median(
+            evaluation_seconds(times, first, last, EVAL_EVERY, medians[on])
+            for times in runs_times[on])}
+  return figures
+
+
+def evaluation_markdown(figures):
+  if not figures:
+    return []
+  lines = ["", f"Periodic evaluation (every {EVAL_EVERY} steps): training "
+           "step time between evaluations, median of the repeats",
+           "", "| case | off (ms/step) | on (ms/step) | on / off | spread "
+           "off, on | seconds per evaluation |", "|---|---|---|---|---|---|"]
+  for on, f in figures.items():
+    lines.append(f"| {on} | {f['step_seconds_off'] * 1e3:.1f} | "
+                 f"{f['step_seconds_on'] * 1e3:.1f} | "
+                 f"{f['ratio_on_off']:.3f} | {f['spread_off']:.1%}, "
+                 f"{f['spread_on']:.1%} | {f['seconds_per_evaluation']:.2f} |")
+  return lines
 
 
 def main(argv=None):
@@ -197,12 +278,14 @@ def main(argv=None):
     plans += [(f"{name}@tf{versions[python]}", name, python)
               for name in args.cases]
   runs = {label: [] for label, _, _ in plans}
+  runs_times = {label: [] for label, _, _ in plans}   # rank 0's step times
   peak_rss = {label: [] for label, _, _ in plans}   # per rank, max of repeats
   with tempfile.TemporaryDirectory(prefix="benchmark-") as work:
     for repeat in range(args.repeats):
       for label, name, python in plans:
-        rate, peaks = run_case(name, args, work, python)
+        rate, peaks, times = run_case(name, args, work, python)
         runs[label].append(rate)
+        runs_times[label].append(times)
         peak_rss[label] = [max(pair) for pair in
                            zip(peaks, peak_rss[label] or peaks)]
         print(f"benchmark: repeat {repeat + 1} {label}: {rate:.0f} "
@@ -232,7 +315,8 @@ def main(argv=None):
             "cpu_count": os.cpu_count(), "images_per_sec": runs,
             "median_images_per_sec": medians, "spread": spreads,
             "fraction_of_bare": of_bare, "peak_rss_bytes_per_rank": peak_rss,
-            "ratios": ratios}
+            "ratios": ratios,
+            "evaluation": evaluation_figures(runs_times, args)}
   with open(os.path.join(args.out, "benchmark.json"), "w") as f:
     json.dump(report, f, indent=2)
   lines = ["| case | median images/sec | of bare | spread | runs | "
@@ -248,6 +332,7 @@ def main(argv=None):
             f"{'-' if r['target'] is None else r['target']} | "
             f"{'-' if r['met'] is None else r['met']} |"
             for label, r in ratios.items()]
+  lines += evaluation_markdown(report["evaluation"])
   with open(os.path.join(args.out, "benchmark.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
   print("\n".join(lines))

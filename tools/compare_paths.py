@@ -4,6 +4,8 @@
         [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8,estimator]
     python tools/compare_paths.py --np 2 --steps 200 --out DIR --impls none \
         --stacks .venv-tf1.15.5/bin/python    # the TF1 job on TF 1.15 too
+    python tools/compare_paths.py --np 2 --steps 200 --out DIR \
+        --impls v1,fit --eval_every_n_steps 50   # held-out curves too
 
 Each path runs under `horovodrun -np N` with the same seed, initial weights
 and data order, for the same number of steps, logging every step's loss and,
@@ -18,6 +20,11 @@ with the TF1 path of this one. Writes
                     max and mean |loss difference|, first step beyond the
                     tolerance, max |final weight difference|, and the cause
   DIR/curves.png    both loss curves and their difference (matplotlib)
+With --eval_every_n_steps N every path also scores the test set every N
+steps (and at the end), across its ranks, and the report adds
+  report.md         held-out accuracy and loss of every path at each
+                    evaluation, and whether each equals the TF1 job's
+  DIR/held_out.png  the held-out accuracy and loss curves side by side
 The runs themselves stay in DIR/<path>/ (checkpoints, results.json, steps.jsonl).
 Any other trainer flag can follow `--`, e.g. `-- --data_dir=... --optimizer=sgd`.
 """
@@ -128,6 +135,7 @@ def parse_args(argv):
   parser.add_argument("--threads", type=int, default=PARITY_THREADS,
                       help="TF intra- and inter-op threads per rank, the same "
                       "in both paths (see PARITY_THREADS)")
+  add_held_out_args(parser)
   parser.add_argument("trainer_flags", nargs="*",
                       help="after --: flags passed to both trainers")
   args = parser.parse_args(argv)
@@ -158,8 +166,8 @@ def run_path(name, module, extra, args, python=sys.executable):
            f"--log_every_n_steps={args.digest_every}",
            f"--save_checkpoints_steps={args.steps}",
            f"--intra_op_threads={args.threads}",
-           f"--inter_op_threads={args.threads}", *extra,
-           *args.trainer_flags]
+           f"--inter_op_threads={args.threads}", *held_out_flags(args),
+           *extra, *args.trainer_flags]
   command = [stacks.horovodrun(python), "-np", str(args.np), "-H",
              f"localhost:{args.np}", python, "-m", module, *flags]
   env = dict(os.environ)
@@ -176,9 +184,11 @@ def run_path(name, module, extra, args, python=sys.executable):
 
 
 def read_steps(path):
+  """{step: its training step's line}; evaluations' lines (test_loss, no
+  loss) are left out: they are in results.json's evaluations."""
   with open(path) as f:
     records = [json.loads(line) for line in f]
-  return {r["step"]: r for r in records}
+  return {r["step"]: r for r in records if "loss" in r}
 
 
 def final_weights(run_dir, tf2):
@@ -301,6 +311,103 @@ def plot(path, report, runs):
   plt.close(figure)
 
 
+# The held-out curves: every path's periodic evaluation (--eval_every_n_steps).
+
+def add_held_out_args(parser):
+  def steps(value):
+    if not value.isdigit():
+      raise argparse.ArgumentTypeError(
+          f"{value!r}: expected 0 or a positive integer")
+    return int(value)
+  parser.add_argument("--eval_every_n_steps", type=steps, default=0,
+                      help="every path scores the test set every this many "
+                      "steps (and at the end); 0: only at the end, no "
+                      "held-out table or plot")
+
+
+def held_out_flags(args):
+  """The trainer flags of a run for the held-out curves."""
+  return ([f"--eval_every_n_steps={args.eval_every_n_steps}"]
+          if args.eval_every_n_steps else [])
+
+
+def held_out_report(runs):
+  """{"steps": [...], "paths": {name: {"accuracy": [...], "loss": [...]}},
+  "equal_to_tf1": {name: bool}}: every path's evaluations (results.json's
+  history), by the steps all paths evaluated at."""
+  histories = {run["name"]: {e["step"]: e for e in
+                             run["results"].get("evaluations", [])}
+               for run in runs}
+  steps = sorted(set.intersection(*(set(h) for h in histories.values())))
+  paths = {name: {key: [history[s][key] for s in steps]
+                  for key in ("accuracy", "loss")}
+           for name, history in histories.items()}
+  reference = paths[runs[0]["name"]]
+  return {"steps": steps, "paths": paths,
+          "equal_to_tf1": {name: values == reference
+                           for name, values in paths.items()
+                           if name != runs[0]["name"]}}
+
+
+def held_out_markdown(report):
+  held_out = report["held_out"]
+  names = list(held_out["paths"])
+  lines = ["", "## Held-out accuracy (loss) at each evaluation, summed "
+           "over the ranks' test shards", "",
+           "| step | " + " | ".join(names) + " |",
+           "|---" * (len(names) + 1) + "|"]
+  for index, step in enumerate(held_out["steps"]):
+    lines.append(f"| {step} | " + " | ".join(
+        f"{held_out['paths'][n]['accuracy'][index]:.4f} "
+        f"({held_out['paths'][n]['loss'][index]:.4f})" for n in names) + " |")
+  lines.append("")
+  for name, equal in held_out["equal_to_tf1"].items():
+    lines.append(f"- **{name}**: held-out accuracy and loss "
+                 + ("equal to tf1's at every evaluation." if equal else
+                    "differ from tf1's (its weights differ; see above)."))
+  return "\n".join(lines) + "\n"
+
+
+def plot_held_out(path, report):
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  held_out = report["held_out"]
+  steps = held_out["steps"]
+  figure, (top, middle, bottom) = plt.subplots(3, 1, figsize=(9, 9),
+                                               sharex=True)
+  # One colour per run, as in curves.png; equal curves overlap, so each
+  # later one is drawn thinner and dashed, and the bottom panel shows how
+  # far each is from tf1's.
+  names = list(held_out["paths"])
+  reference = held_out["paths"][names[0]]
+  for index, name in enumerate(names):
+    values = held_out["paths"][name]
+    style = dict(label=name, color=f"C{index}", marker="o",
+                 linewidth=2.5 if index == 0 else 1,
+                 linestyle="-" if index == 0 else "--")
+    top.plot(steps, values["accuracy"], **style)
+    middle.plot(steps, values["loss"], **style)
+    if index:
+      diff = np.abs(np.subtract(values["accuracy"], reference["accuracy"]))
+      bottom.plot(steps, np.maximum(diff, EXACT_FLOOR), marker="o",
+                  label=f"|{name} - {names[0]}|", linewidth=1,
+                  color=f"C{index}")
+  top.set_ylabel("held-out accuracy")
+  top.set_title(f"Held-out curves: np={report['np']}, {report['steps']} "
+                f"steps, seed {report['seed']}, the whole test set")
+  top.legend()
+  middle.set_ylabel("held-out loss")
+  middle.legend()
+  bottom.set_yscale("log")
+  bottom.set_xlabel("global step")
+  bottom.set_ylabel(f"|accuracy difference| (0 drawn at {EXACT_FLOOR:g})")
+  bottom.legend()
+  figure.tight_layout()
+  figure.savefig(path, dpi=100)
+  plt.close(figure)
+
+
 def main(argv=None):
   args = parse_args(argv)
   os.makedirs(args.out, exist_ok=True)
@@ -343,8 +450,16 @@ def main(argv=None):
   }
   with open(os.path.join(args.out, "report.json"), "w") as f:
     json.dump(report, f, indent=2)
+  if args.eval_every_n_steps:
+    report["held_out"] = held_out_report(runs)
+    with open(os.path.join(args.out, "report.json"), "w") as f:
+      json.dump(report, f, indent=2)
   write_markdown(os.path.join(args.out, "report.md"), report)
   plot(os.path.join(args.out, "curves.png"), report, runs)
+  if args.eval_every_n_steps:
+    with open(os.path.join(args.out, "report.md"), "a") as f:
+      f.write(held_out_markdown(report))
+    plot_held_out(os.path.join(args.out, "held_out.png"), report)
   print(open(os.path.join(args.out, "report.md")).read())
 
 
