@@ -1,6 +1,6 @@
 """How every trainer meets faults: the same behaviour and the same lines.
 
-    checks = faults.model_dir_checks(model_dir, expected_shapes)   # rank 0
+    checks = faults.model_dir_checks(model_dir, shapes, migrate)   # rank 0
     watch = faults.watch_lost_hosts(roster, rank, size, model_dir)
     any_stop = faults.agree_on_stop(stop_signals, size)   # every step (TF2)
     except tf.errors.OpError as e: faults.end_on_error(e, progress, size, watch)
@@ -37,12 +37,15 @@ def tf2_checkpoint_shapes():
           for name, shape in model.PARAM_SHAPES.items()}
 
 
-def model_dir_checks(model_dir, expected_shapes):
+def model_dir_checks(model_dir, expected_shapes, migrate=None):
   """Rank 0's checks (for startup.check_on_rank0): makes the directory,
-  proves it writable and picks an intact checkpoint to resume from."""
+  proves it writable and picks an intact checkpoint to resume from.
+  migrate(): legacy_hvd.migration's check or conversion for this trainer,
+  True when it took care of another trainer's checkpoint."""
   def checks():
     startup.prepare_model_dir(model_dir)
-    checkpoints.prepare_resume(model_dir, expected_shapes)
+    if migrate is None or not migrate():
+      checkpoints.prepare_resume(model_dir, expected_shapes)
   return checks
 
 
