@@ -291,7 +291,8 @@ def flavour_of(optimizer):
   """The flavour a live TF2 optimizer writes."""
   if isinstance(optimizer, tf.train.Optimizer):
     return "v1"
-  return "keras" if hasattr(optimizer, "_index_dict") else "keras-v2"
+  # The new Keras optimizer (TF >= 2.11) has no slots by name.
+  return "keras-v2" if hasattr(optimizer, "get_slot") else "keras"
 
 
 def _slot_of(optimizer, flavour, variable, slot, variables):
