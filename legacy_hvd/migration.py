@@ -145,13 +145,15 @@ def _keys(reader, shapes):
              if checkpoints.tf2_key(n) in shapes}
   if any(k.startswith("optimizer/_variables/") for k in shapes):
     # The new Keras optimizer numbers its slots; the object graph names
-    # them Adam/m/conv1/weights.
+    # them [Adam/]m/conv1/weights (the prefix is the name scope they were
+    # made in). SGD's momentum is its only slot, "m" too.
     slots = {}
     for full_name, key in _object_graph_names(reader):
-      parts = full_name.split("/", 2)
-      if key.startswith("optimizer/_variables/") and len(parts) == 3:
-        slot = "momentum" if parts[0] == "SGD" else parts[1]
-        slots.setdefault(slot, {})[parts[2]] = key
+      parts = full_name.split("/")
+      if key.startswith("optimizer/_variables/") and len(parts) >= 3:
+        slots.setdefault(parts[-3], {})["/".join(parts[-2:])] = key
+    if set(slots) == {"m"}:
+      slots = {"momentum": slots["m"]}
     return _Keys("keras", _STEP_KEY, weights, slots, None)
   slots = {}
   for n in names:
