@@ -9,6 +9,8 @@ line, with the model directory unchanged.
 """
 import hashlib
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,7 +22,8 @@ from legacy_hvd import faults
 from legacy_hvd import migration
 from legacy_hvd import model
 from tests.conftest import copy_run
-from tests.helpers import assert_ok, error_lines, horovodrun, read_results
+from tests.helpers import REPO, assert_ok, error_lines, horovodrun
+from tests.helpers import read_results
 
 MOVE_STEP, LAST_STEP = 20, 40   # tf1_run's and tf2_run's checkpoints
 
@@ -105,6 +108,50 @@ def test_tf1_job_continues_on_keras_fit(tf1_run, tmp_path):
   assert after["step/.ATTRIBUTES/VARIABLE_VALUE"] == LAST_STEP
   results = read_results(model_dir)
   assert results["steps"] == LAST_STEP + 4 and results["weights_in_sync"]
+
+
+# The TF2 loop's --optimizer_impl=keras objects (the new Keras optimizer on
+# TF >= 2.11, OptimizerV2 on TF 1.15), converted into and back out of.
+KERAS_ROUND_TRIP = """
+import sys
+from legacy_hvd import compat
+compat.enable_v2_behavior()
+import tensorflow.compat.v2 as tf
+from legacy_hvd import checkpoints, devices, migration, model, optimizers
+# One plain process, never placed as a rank: TF's default threads.
+devices.session_config = tf.compat.v1.ConfigProto
+model_dir = sys.argv[1]
+params = {n: tf.Variable(tf.zeros(s), name=n)
+          for n, s in model.PARAM_SHAPES.items()}
+step = tf.Variable(0, dtype=tf.int64)
+optimizer = optimizers.keras("adam", 0.001)
+checkpoint = tf.train.Checkpoint(step=step, optimizer=optimizer, **{
+    checkpoints.tf2_attribute(n): v for n, v in params.items()})
+rate = lambda step: tf.constant(0.001)
+assert migration.to_tf2(model_dir, checkpoint, step, optimizer, params, rate)
+print(migration.read(migration.newest(model_dir)).flavour)
+assert migration.to_tf1(model_dir, "adam", rate)
+"""
+
+
+def test_keras_optimizer_state_converts_in_and_out(tf1_run, tmp_path):
+  model_dir = copy_run(tf1_run, tmp_path / "m")
+  process = subprocess.run([sys.executable, "-c", KERAS_ROUND_TRIP,
+                            str(model_dir)], cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+  assert process.returncode == 0, process.stderr
+  assert process.stdout.split() == ["keras-v2" if tf.__version__ < "2.11"
+                                    else "keras"]
+  before = migration.read(str(tf1_run.model_dir / f"model.ckpt-{LAST_STEP}"))
+  after = migration.read(migration.newest(str(model_dir)))
+  assert after.flavour == "tf1" and after.step == LAST_STEP
+  for slot in ("m", "v"):
+    for name in model.PARAM_SHAPES:
+      np.testing.assert_array_equal(after.slots[slot][name],
+                                    before.slots[slot][name])
+  # Keras keeps no beta^t: coming back, it is pow(beta, t), within float32
+  # rounding of the running product.
+  np.testing.assert_allclose(after.beta_powers, before.beta_powers, rtol=1e-5)
 
 
 def digest(model_dir):
