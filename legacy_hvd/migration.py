@@ -101,7 +101,7 @@ def read(path, complete=True):
   except (tf.errors.OpError, ValueError) as e:
     raise cli.UserError(
         f"{path}: damaged or half-written checkpoint "
-        f"({checkpoints._first_line(e)}); expected one that reads completely "
+        f"({checkpoints.first_line(e)}); expected one that reads completely "
         "(move it away to resume from the one before)") from None
   for name, shape in model.PARAM_SHAPES.items():
     key = keys.weights.get(name)
