@@ -89,37 +89,38 @@ def newest(model_dir):
 
 def read(path, complete=True):
   """The State of checkpoint `path`; cli.UserError if it cannot be one of
-  this model's. complete: read every tensor (the bundle checks each CRC)."""
+  this model's. complete: read every tensor (the bundle checks each CRC);
+  else only the names and shapes (the State then holds no values)."""
   where = os.path.basename(path)
   try:
     reader = tf.train.load_checkpoint(path)
     shapes = reader.get_variable_to_shape_map()
     keys = _keys(reader, shapes)
-    if complete:
-      for key in shapes:
-        reader.get_tensor(key)
+    for name, shape in model.PARAM_SHAPES.items():
+      key = keys.weights.get(name)
+      if key is None or tuple(shapes[key]) != tuple(shape):
+        found = (f"has {name} {list(shapes[key])}" if key
+                 else f"lacks {name}")
+        raise cli.UserError(
+            f"{where} is a checkpoint of a different model ({found}, "
+            f"expected {list(shape)}); use a new --model_dir")
+    optimizer = next((name for name, needs in SLOTS.items()
+                      if needs and set(needs) <= set(keys.slots)), "sgd")
+    values = {key: reader.get_tensor(key) for key in shapes} if complete else {}
   except (tf.errors.OpError, ValueError) as e:
     raise cli.UserError(
         f"{path}: damaged or half-written checkpoint "
         f"({checkpoints.first_line(e)}); expected one that reads completely "
         "(move it away to resume from the one before)") from None
-  for name, shape in model.PARAM_SHAPES.items():
-    key = keys.weights.get(name)
-    if key is None or tuple(shapes[key]) != tuple(shape):
-      found = (f"has {name} {list(shapes[key])}" if key else f"lacks {name}")
-      raise cli.UserError(
-          f"{where} is a checkpoint of a different model ({found}, expected "
-          f"{list(shape)}); use a new --model_dir")
-  slots = {slot: {name: reader.get_tensor(key) for name, key in by_name.items()}
-           for slot, by_name in keys.slots.items()}
-  optimizer = next((name for name, needs in SLOTS.items()
-                    if needs and set(needs) <= set(slots)), "sgd")
-  betas = None
-  if keys.beta_powers:
-    betas = tuple(float(reader.get_tensor(k)) for k in keys.beta_powers)
-  return State(path, keys.flavour, optimizer, int(reader.get_tensor(keys.step)),
-               {name: reader.get_tensor(key)
-                for name, key in keys.weights.items()}, slots, betas)
+  if not complete:
+    return State(path, keys.flavour, optimizer, None, {}, {}, None)
+  return State(
+      path, keys.flavour, optimizer, int(values[keys.step]),
+      {name: values[key] for name, key in keys.weights.items()},
+      {slot: {name: values[key] for name, key in by_name.items()}
+       for slot, by_name in keys.slots.items()},
+      tuple(float(values[k]) for k in keys.beta_powers)
+      if keys.beta_powers else None)
 
 
 @dataclasses.dataclass
