@@ -21,8 +21,8 @@ below it (tests/test_layers.py reads the imports and checks it):
       What the trainers share: the run's plan, input, progress, world line,
       start-up, restore and final evaluation; the two graph trainers' step.
   distributed side: faults, startup, hooks, callbacks, heldout, devices,
-      peers, keeper, world, placement, checkpoints, results, feasibility,
-      no_horovod
+      peers, keeper, world, placement, checkpoints, migration, results,
+      feasibility, no_horovod
       Horovod, hosts, processes and files of a job; never reaches a trainer.
   model side: model, schedule, optimizers, numerics, keras_model, scoring,
       data.cifar10, data.embedded, data.download, data.pipeline

@@ -43,7 +43,7 @@ def restore_or_fail(session, variables, path):
   except (tf.errors.NotFoundError, tf.errors.InvalidArgumentError,
           tf.errors.DataLossError, ValueError) as e:
     cli.fail(f"{path}: not a readable checkpoint of this model "
-             f"({_first_line(e)})")
+             f"({first_line(e)})")
 
 
 def prepare_resume(model_dir, expected_shapes):
@@ -86,7 +86,7 @@ def _damage(path, expected_shapes, model_dir):
     reader = tf.train.load_checkpoint(path)
     shapes = reader.get_variable_to_shape_map()
   except (tf.errors.OpError, ValueError) as e:
-    return _first_line(e)
+    return first_line(e)
   for name, shape in expected_shapes.items():
     if name not in shapes or tuple(shapes[name]) != tuple(shape):
       found = (f"has {name} {list(shapes[name])}" if name in shapes
@@ -99,9 +99,10 @@ def _damage(path, expected_shapes, model_dir):
     for name in shapes:
       reader.get_tensor(name)
   except (tf.errors.OpError, ValueError) as e:
-    return _first_line(e)
+    return first_line(e)
   return None
 
 
-def _first_line(error):
+def first_line(error):
+  """The first line of an error's message (TensorFlow's run on)."""
   return getattr(error, "message", str(error)).strip().splitlines()[0]

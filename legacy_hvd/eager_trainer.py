@@ -3,7 +3,7 @@
     hvd.init(); ranks = world.Ranks.of(hvd)
     watch = start(config, data, ranks, own_threads, "TF2 loop (v1 optimizer)")
     manager, saved_step = restore(config.model_dir, ranks.rank, step,
-                                  optimizer, params)   # rank 0 restores
+                                  optimizer, params, rate_of)   # rank 0
     ... train ...
     test_set, held_out = held_out_evaluation(forward, data, ranks, plan,
                                              config)
@@ -27,6 +27,7 @@ from legacy_hvd import checkpoints
 from legacy_hvd import devices
 from legacy_hvd import faults
 from legacy_hvd import heldout
+from legacy_hvd import migration
 from legacy_hvd import model
 from legacy_hvd import results
 from legacy_hvd import scoring
@@ -41,23 +42,28 @@ def start(config, data, ranks, own_threads, trainer_name):
   watch (peers.LossWatch) that train() consults when a step fails."""
   devices.place_eager_rank(config, ranks, own_threads)
   startup.check_on_rank0_eagerly(ranks.rank, faults.model_dir_checks(
-      config.model_dir, faults.tf2_checkpoint_shapes()))
+      config.model_dir, faults.tf2_checkpoint_shapes(),
+      lambda: migration.check(config.model_dir, config.optimizer,
+                              migration.TF2)))
   # Horovod: every rank learns where every other rank runs (eagerly).
   return trainer.watch_hosts_and_log_start(
       config, data, ranks,
       lambda row: hvd.allgather(tf.constant(row[None])).numpy(), trainer_name)
 
 
-def restore(model_dir, rank, step, optimizer, params):
+def restore(model_dir, rank, step, optimizer, params, rate_of):
   """Rank 0's CheckpointManager, after restoring its newest checkpoint
-  (startup checked it is intact); (manager or None, the restored step or
-  None). The other ranks get rank 0's values by broadcast."""
+  (startup checked it is intact; another trainer's is converted first,
+  legacy_hvd/migration.py); (manager or None, the restored step or None).
+  The other ranks get rank 0's values by broadcast. rate_of: step -> the
+  learning rate (trainer.rate_of)."""
   checkpoint = tf.train.Checkpoint(
       step=step, optimizer=optimizer,
       **{checkpoints.tf2_attribute(name): variable
          for name, variable in params.items()})
   if rank != 0:
     return None, None
+  migration.to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of)
   manager = tf.train.CheckpointManager(checkpoint, model_dir,
                                        max_to_keep=MAX_CHECKPOINTS)
   if not manager.latest_checkpoint:

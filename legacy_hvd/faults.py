@@ -1,6 +1,6 @@
 """How every trainer meets faults: the same behaviour and the same lines.
 
-    checks = faults.model_dir_checks(model_dir, expected_shapes)   # rank 0
+    checks = faults.model_dir_checks(model_dir, shapes, migrate)   # rank 0
     watch = faults.watch_lost_hosts(roster, rank, size, model_dir)
     with faults.end_on_write_failure(model_dir, watch): ... train, finish
     any_stop = faults.agree_on_stop(stop_signals, size)   # every step (TF2)
@@ -42,13 +42,16 @@ def tf2_checkpoint_shapes():
           for name, shape in model.PARAM_SHAPES.items()}
 
 
-def model_dir_checks(model_dir, expected_shapes):
+def model_dir_checks(model_dir, expected_shapes, migrate=None):
   """Rank 0's checks (for startup.check_on_rank0): makes the directory,
   proves it writable, picks an intact checkpoint to resume from and
-  removes what a failed write left (saying so)."""
+  removes what a failed write left (saying so).
+  migrate(): legacy_hvd.migration's check or conversion for this trainer,
+  True when it took care of another trainer's checkpoint."""
   def checks():
     startup.prepare_model_dir(model_dir)
-    checkpoints.prepare_resume(model_dir, expected_shapes)
+    if migrate is None or not migrate():
+      checkpoints.prepare_resume(model_dir, expected_shapes)
     write_faults.log_removed_at_start(model_dir)
   return checks
 

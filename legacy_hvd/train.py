@@ -20,6 +20,7 @@ from legacy_hvd import faults
 from legacy_hvd import graph_trainer
 from legacy_hvd import heldout
 from legacy_hvd import hooks
+from legacy_hvd import migration
 from legacy_hvd import model
 from legacy_hvd import no_horovod
 from legacy_hvd import numerics
@@ -149,9 +150,13 @@ def main(argv):
   ranks = Ranks.of(horovod)
   # Horovod: each rank's GPU (its local rank's), cores and thread pools.
   devices.place_graph_rank(config, ranks, own_threads)
+  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
   startup.check_on_rank0(
-      ranks.rank, faults.model_dir_checks(config.model_dir,
-                                          model.PARAM_SHAPES),
+      ranks.rank, faults.model_dir_checks(
+          config.model_dir, model.PARAM_SHAPES,
+          # A TF2 trainer's checkpoint becomes this job's (rank 0).
+          lambda: migration.to_tf1(config.model_dir, config.optimizer,
+                                   trainer.rate_of(config, plan))),
       horovod.broadcast)
   watch = trainer.watch_hosts_and_log_start(
       config, data, ranks, graph_trainer.graph_allgather(horovod),

@@ -43,6 +43,7 @@ from legacy_hvd import faults
 from legacy_hvd import graph_trainer
 from legacy_hvd import heldout
 from legacy_hvd import hooks
+from legacy_hvd import migration
 from legacy_hvd import model
 from legacy_hvd import numerics
 from legacy_hvd import results
@@ -197,9 +198,13 @@ def main(argv):
   ranks = Ranks.of(hvd)
   # Horovod: each rank's GPU (its local rank's), cores and thread pools.
   devices.place_graph_rank(config, ranks, own_threads)
+  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
   startup.check_on_rank0(
-      ranks.rank, faults.model_dir_checks(config.model_dir,
-                                          model.PARAM_SHAPES))
+      ranks.rank, faults.model_dir_checks(
+          config.model_dir, model.PARAM_SHAPES,
+          # A TF2 trainer's checkpoint becomes this job's (rank 0).
+          lambda: migration.to_tf1(config.model_dir, config.optimizer,
+                                   trainer.rate_of(config, plan))))
   start_step = graph_trainer.broadcast_from_rank0(
       checkpoint_state.latest_step(config.model_dir) if ranks.rank == 0
       else 0, hvd)

@@ -74,7 +74,8 @@ def train(config, data, ranks, stop_signals, watch):
   # restores into it (and before the broadcasts pair it up by position).
   compat.create_keras_optimizer_slots(optimizer, list(params.values()))
   manager, saved_step = eager_trainer.restore(config.model_dir, ranks.rank,
-                                              step, optimizer, params)
+                                              step, optimizer, params,
+                                              learning_rate)
   # Horovod: rank 0's weights, step and optimizer state (fresh or restored)
   # on every rank before the first step. Horovod's callback alone would
   # broadcast after the first step, whose gradients other ranks would then

@@ -29,7 +29,6 @@ from legacy_hvd import faults
 from legacy_hvd import model
 from legacy_hvd import numerics
 from legacy_hvd import optimizers
-from legacy_hvd import schedule
 from legacy_hvd import startup
 from legacy_hvd import trainer
 from legacy_hvd.config import Config
@@ -56,15 +55,14 @@ def train(config, data, ranks, stop_signals, watch):
   trainable = list(params.values())
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
   # Horovod: the learning rate scaled with the number of workers, warming up.
-  learning_rate = lambda: schedule.learning_rate(step, config.lr,
-                                                 plan.lr_scale,
-                                                 plan.warmup_steps)
+  rate_of = trainer.rate_of(config, plan)
+  learning_rate = lambda: rate_of(step)
   make_optimizer = getattr(optimizers, config.optimizer_impl)
   optimizer = make_optimizer(config.optimizer, learning_rate,
                              config.adam_epsilon)
   compression = trainer.compression(config, hvd)
   manager, saved_step = eager_trainer.restore(config.model_dir, ranks.rank,
-                                              step, optimizer, params)
+                                              step, optimizer, params, rate_of)
   # Horovod: start every rank from rank 0's weights and step (fresh or
   # restored). The optimizer's state is broadcast after the first step,
   # once it exists.

@@ -1,6 +1,7 @@
 """What the trainers share, each piece once, below them all.
 
     plan = Plan.of(config, len(data.train_labels), ranks.size)
+    learning_rate = rate_of(config, plan)(step)   # the schedule at a step
     dataset = batches(config, images, labels, ranks, skip_examples)
     compression = compression(config, hvd)         # for DistributedOptimizer
     progress, step_log = progress_and_step_log(config, plan, ranks)
@@ -52,6 +53,13 @@ class Plan:
         warmup_steps=round(config.warmup_epochs * steps_per_epoch),
         # Horovod: scale the learning rate with the number of workers.
         lr_scale=schedule.lr_scale(config.lr_scaling, size))
+
+
+def rate_of(config, plan):
+  """step (int64 scalar tensor) -> the run's learning rate at it."""
+  # Horovod: the learning rate scaled with the number of workers, warming up.
+  return lambda step: schedule.learning_rate(step, config.lr, plan.lr_scale,
+                                             plan.warmup_steps)
 
 
 def batches(config, images, labels, ranks, skip_examples):

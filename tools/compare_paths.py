@@ -6,6 +6,8 @@
         --stacks .venv-tf1.15.5/bin/python    # the TF1 job on TF 1.15 too
     python tools/compare_paths.py --np 2 --steps 200 --out DIR \
         --impls v1,fit --eval_every_n_steps 50   # held-out curves too
+    python tools/compare_paths.py --np 2 --steps 200 --out DIR --impls none \
+        --migrate tf1:v1,tf1:fit    # the TF1 job's directory continued
 
 Each path runs under `horovodrun -np N` with the same seed, initial weights
 and data order, for the same number of steps, logging every step's loss and,
@@ -25,7 +27,14 @@ steps (and at the end), across its ranks, and the report adds
   report.md         held-out accuracy and loss of every path at each
                     evaluation, and whether each equals the TF1 job's
   DIR/held_out.png  the held-out accuracy and loss curves side by side
-The runs themselves stay in DIR/<path>/ (checkpoints, results.json, steps.jsonl).
+
+--migrate FROM:TO trains FROM (tf1 or an --impls name) to --migrate_at,
+continues its model directory with TO (which converts the checkpoint,
+legacy_hvd/migration.py) to --steps, and compares that run with the
+uninterrupted tf1 one (run_migration).
+
+The runs themselves stay in DIR/<path>/ (checkpoints, results.json,
+steps.jsonl).
 Any other trainer flag can follow `--`, e.g. `-- --data_dir=... --optimizer=sgd`.
 """
 import argparse
@@ -105,6 +114,8 @@ IMPLS = {
                     ["--adam_epsilon=1e-8"]),
     "estimator": ("estimator", "legacy_hvd.train_estimator", []),
 }
+# --migrate: tf1 and the --impls names.
+PATHS = dict(IMPLS, tf1=("tf1", "legacy_hvd.train", []))
 # Paths whose checkpoints hold the TF1 job's variable names.
 NAME_BASED = {"legacy_hvd.train", "legacy_hvd.train_estimator"}
 
@@ -136,6 +147,15 @@ def parse_args(argv):
                       help="TF intra- and inter-op threads per rank, the same "
                       "in both paths (see PARITY_THREADS)")
   add_held_out_args(parser)
+  parser.add_argument("--migrate", default="",
+                      help="FROM:TO pairs, comma-separated, FROM and TO tf1 "
+                      "or --impls names: FROM trains to --migrate_at, TO "
+                      "resumes its model directory")
+  parser.add_argument("--migrate_at", type=int, default=None,
+                      help="the step of the move (default steps/2)")
+  parser.add_argument("--migrate_python", default=sys.executable,
+                      help="the Python (stack) that runs TO, e.g. "
+                      ".venv/bin/python from the TF 1.15 venv")
   parser.add_argument("trainer_flags", nargs="*",
                       help="after --: flags passed to both trainers")
   args = parser.parse_args(argv)
@@ -149,6 +169,13 @@ def parse_args(argv):
     parser.error(f"--out={args.out}: not empty; expected a new or empty "
                  "directory (the tool never overwrites earlier runs)")
   args.impls = impls
+  args.migrate = [p for p in args.migrate.split(",") if p]
+  bad = [p for p in args.migrate
+         if len(p.split(":")) != 2 or set(p.split(":")) - set(PATHS)]
+  if bad:
+    parser.error(f"--migrate={','.join(bad)}: expected FROM:TO pairs of "
+                 f"{', '.join(PATHS)}")
+  args.migrate_at = args.migrate_at or args.steps // 2
   args.stacks = [p for p in args.stacks.split(",") if p]
   for python in args.stacks:
     if stacks.problem(python):
@@ -181,6 +208,31 @@ def run_path(name, module, extra, args, python=sys.executable):
     sys.exit(f"compare_paths: error: the {name} run exited with "
              f"{process.returncode}; see {log.name}")
   return run_dir
+
+
+def run_migration(pair, args):
+  """--migrate FROM:TO: FROM trains to --migrate_at, TO (on
+  --migrate_python's stack) continues its model directory to --steps; one
+  run, its steps those of both, to compare with the uninterrupted tf1 run."""
+  source, target = (PATHS[p] for p in pair.split(":"))
+  name = f"{source[0]}-to-{target[0]}"
+  run_dir = os.path.join(args.out, name)
+  run_path(name + ".before", source[1], [
+      *source[2], f"--max_steps={args.migrate_at}", f"--model_dir={run_dir}"],
+           args)
+  run_path(name, target[1], target[2], args, args.migrate_python)
+  run = collect(name, run_dir, os.path.join(args.out, name + ".steps.jsonl"),
+                target[1] not in NAME_BASED)
+  run["steps"] = {
+      **read_steps(os.path.join(args.out, name + ".before.steps.jsonl")),
+      **run["steps"]}
+  # What parts the moved run from the TF1 job is TO's optimizer, as in the
+  # side-by-side runs, and nothing of the move where TO's is the same.
+  optimizer = run["results"]["flags"]["optimizer"]
+  run["cause"] = (FIT_CAUSES.get(optimizer) if target[1].endswith("keras")
+                  else CAUSES.get((run["results"]["flags"]["optimizer_impl"],
+                                   optimizer)))
+  return run
 
 
 def read_steps(path):
@@ -424,12 +476,15 @@ def main(argv=None):
     run_dir = run_path(name, module, extra, args, python)
     runs.append(collect(name, run_dir,
                         os.path.join(args.out, name + ".steps.jsonl"), tf2))
+  runs += [run_migration(pair, args) for pair in args.migrate]
 
   optimizer = runs[0]["results"]["flags"]["optimizer"]
   comparisons = []
   for run in runs[1:]:
     figures = compare(runs[0], run, args.tolerance)
-    if run["results"]["path"] == "tf1":   # the same job on another stack
+    if "cause" in run:   # a --migrate run
+      cause = run["cause"]
+    elif run["results"]["path"] == "tf1":   # the same job on another stack
       cause = STACK_CAUSE
     elif run["results"]["path"] == "keras-fit":
       cause = FIT_CAUSES.get(optimizer)
