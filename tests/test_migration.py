@@ -80,6 +80,9 @@ def test_tf1_job_continues_on_the_tf2_loop_bit_for_bit(tf1_run, tmp_path):
   assert read_results(model_dir)["weights_in_sync"]
 
 
+# The same mapping (legacy_hvd.migration) as the move above, which on the
+# TF 1.15 stack reads and writes both kinds there.
+@pytest.mark.one_stack
 def test_tf2_loop_continues_on_the_tf1_job_bit_for_bit(tf2_run, tmp_path):
   model_dir, output = continue_run(tf2_run, tmp_path / "m", "legacy_hvd.train",
                                    LAST_STEP, start=MOVE_STEP)
@@ -93,6 +96,7 @@ def test_tf2_loop_continues_on_the_tf1_job_bit_for_bit(tf2_run, tmp_path):
   assert moved["global_step"] == LAST_STEP
 
 
+@pytest.mark.one_stack   # the mapping: see the test above
 def test_tf1_job_continues_on_keras_fit(tf1_run, tmp_path):
   model_dir, output = continue_run(tf1_run, tmp_path / "m",
                                    "legacy_hvd.train_keras", LAST_STEP + 4)
