@@ -6,7 +6,7 @@
                                   optimizer, params, rate_of)   # rank 0
     ... train ...
     test_set, held_out = held_out_evaluation(forward, data, ranks, plan,
-                                             config)
+                                             config, step_log)
     ... train; after each step, every rank alike:
     if held_out.due(step): held_out.record(step, test_set.run())
     summary = final_summary(test_set, held_out, params, ranks, progress,
@@ -73,7 +73,7 @@ def restore(model_dir, rank, step, optimizer, params, rate_of):
   return manager, int(step.numpy())
 
 
-def held_out_evaluation(forward, data, ranks, plan, config):
+def held_out_evaluation(forward, data, ranks, plan, config, step_log):
   """(scoring.EagerEvaluation of this rank's test shard, its HeldOut):
   what scores the test set, and when and where the scores go.
 
@@ -85,7 +85,7 @@ def held_out_evaluation(forward, data, ranks, plan, config):
       lambda counts: hvd.allreduce(counts, op=hvd.Sum))
   return test_set, heldout.HeldOut(
       config.eval_every_n_steps, plan.max_steps, ranks.rank,
-      config.model_dir, config.step_log)
+      config.model_dir, step_log)
 
 
 def final_summary(test_set, held_out, params, ranks, progress, plan, config):

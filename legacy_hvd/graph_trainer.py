@@ -20,7 +20,6 @@ from legacy_hvd import hooks
 from legacy_hvd import model
 from legacy_hvd import numerics
 from legacy_hvd import optimizers
-from legacy_hvd import schedule
 from legacy_hvd import trainer
 
 Step = collections.namedtuple(
@@ -38,8 +37,7 @@ def build_step(config, plan, global_step, images, labels, horovod):
   loss, accuracy = model.loss_and_accuracy(model.forward(images, params),
                                            labels)
   # Horovod: the learning rate scaled with the number of workers, warming up.
-  learning_rate = schedule.learning_rate(global_step, config.lr,
-                                         plan.lr_scale, plan.warmup_steps)
+  learning_rate = trainer.rate_of(config, plan)(global_step)
   optimizer = optimizers.v1(config.optimizer, learning_rate,
                             config.adam_epsilon)
   # Horovod: average gradients over all ranks with allreduce before updating.

@@ -1,7 +1,7 @@
 """Periodic held-out evaluation: when it is due, and where its numbers go.
 
     held_out = HeldOut(config.eval_every_n_steps, plan.max_steps, rank,
-                       config.model_dir, config.step_log)
+                       config.model_dir, step_log)   # progress.StepLog
     if held_out.due(step):               # the same answer on every rank
       held_out.record(step, test_set.run(...))   # scoring's metrics dict
     held_out.record_final(step, metrics)   # the final evaluation joins them
@@ -17,9 +17,7 @@ history; rank 0 alone logs each evaluation, writes it to TensorBoard (the
 `accuracy`, the tags the training run uses, so TensorBoard draws the two on
 one chart) and appends it to the step log. Never imports Horovod.
 """
-import json
 import os
-import time
 
 from absl import logging
 import tensorflow.compat.v1 as tf
@@ -63,14 +61,9 @@ class HeldOut:
         self._write_summaries = _summary_writer(self._summary_dir)
       self._write_summaries(step, {"loss": entry["loss"],
                                    "accuracy": entry["accuracy"]})
-    if self._step_log:
-      # Its own line, told apart from a training step's by "test_loss" (a
-      # step's line has "loss"). Opened per evaluation: they are few.
-      with open(self._step_log, "a") as f:
-        f.write(json.dumps({"step": entry["step"], "time": time.time(),
-                            "test_loss": entry["loss"],
-                            "test_accuracy": entry["accuracy"],
-                            "test_examples": entry["examples"]}) + "\n")
+    if self._step_log is not None:
+      self._step_log.write_evaluation(entry["step"], entry["loss"],
+                                      entry["accuracy"], entry["examples"])
 
   def record_final(self, step, metrics):
     """The evaluation at the end joins the history when evaluating

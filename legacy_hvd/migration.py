@@ -187,8 +187,9 @@ def _object_graph_names(reader):
 def check(model_dir, optimizer, target_format):
   """Rank 0, before training: cli.UserError unless the newest checkpoint
   can resume a trainer writing `target_format` with --optimizer=`optimizer`.
-  True if it is the other format's (fully verified here; the caller skips
-  checkpoints.prepare_resume, which knows its own format only)."""
+  Its State (read completely: verified) if it is the other format's, and
+  the caller skips checkpoints.prepare_resume, which knows its own format
+  only; else False."""
   path = newest(model_dir)
   if path is None:
     return False
@@ -211,7 +212,7 @@ def check(model_dir, optimizer, target_format):
         f"--optimizer={optimizer}: {os.path.basename(path)} in "
         f"--model_dir={model_dir} was trained with --optimizer="
         f"{state.optimizer}; expected that flag, or a new --model_dir")
-  return foreign
+  return state if foreign else False
 
 
 def _format_on_disk(path):
@@ -233,9 +234,9 @@ def _format_of_others(model_dir, path):
 def to_tf1(model_dir, optimizer, rate_of):
   """Rank 0 of a TF1 job, before its session: check(); a TF2 checkpoint
   becomes model.ckpt-<step> (name-based), the newest. True if converted."""
-  if not check(model_dir, optimizer, TF1):
+  state = check(model_dir, optimizer, TF1)
+  if not state:
     return False
-  state = read(newest(model_dir))
   values = {name: state.weights[name] for name in model.PARAM_SHAPES}
   with tf.Graph().as_default(), tf.Session(
       config=devices.session_config()) as session:

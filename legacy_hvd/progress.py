@@ -86,7 +86,9 @@ def _duration(seconds):
 
 
 class StepLog:
-  """Appends {"step", "time", "loss", "learning_rate"[, "weight_digest"]}.
+  """Appends {"step", "time", "loss", "learning_rate"[, "weight_digest"]}
+  per step, and {"step", "time", "test_loss", "test_accuracy",
+  "test_examples"} per held-out evaluation (told apart by "test_loss").
 
   "time" is rank 0's wall clock in seconds when the step was recorded
   (tools/benchmark.py times steps with it).
@@ -105,8 +107,25 @@ class StepLog:
               "learning_rate": float(learning_rate)}
     if digest is not None:
       record["weight_digest"] = [float(d) for d in digest]
+    self._append(record)
+
+  def write_evaluation(self, step, loss, accuracy, examples):
+    """One held-out evaluation; after close() too: the final evaluation
+    follows the end of training."""
+    if self._file is None:
+      return
+    self._append({"step": int(step), "time": time.time(),
+                  "test_loss": float(loss), "test_accuracy": float(accuracy),
+                  "test_examples": int(examples)})
+
+  def _append(self, record):
+    line = json.dumps(record) + "\n"
     try:
-      self._file.write(json.dumps(record) + "\n")
+      if self._file.closed:
+        with open(self._path, "a") as f:
+          f.write(line)
+      else:
+        self._file.write(line)
     except OSError as e:   # a write's error names no file: name this one
       e.filename = e.filename or self._path
       raise

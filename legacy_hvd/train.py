@@ -77,7 +77,7 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
       summary_dir=config.model_dir if rank0 else None)
   final = hooks.FinalHook(finish, skip_if=lambda: stop.stopped)
   held_out = heldout.HeldOut(config.eval_every_n_steps, plan.max_steps,
-                             ranks.rank, config.model_dir, config.step_log)
+                             ranks.rank, config.model_dir, step_log)
   train_hooks = [
       # Horovod: all ranks stop at the same global step.
       tf.train.StopAtStepHook(last_step=plan.max_steps),

@@ -130,7 +130,7 @@ def train(config, data, ranks, stop_signals, start_step, scratch_dir):
   rank0 = ranks.rank == 0
   # Estimator.evaluate writes the eval run's summaries itself.
   held_out = heldout.HeldOut(config.eval_every_n_steps, plan.max_steps,
-                             ranks.rank, config.model_dir, config.step_log,
+                             ranks.rank, config.model_dir, step_log,
                              write_summaries=False)
   # Horovod: rank 0's model_dir holds the checkpoints, summaries and
   # results; the other ranks' Estimators get a scratch directory instead of
@@ -208,7 +208,6 @@ def main(argv):
   start_step = graph_trainer.broadcast_from_rank0(
       checkpoint_state.latest_step(config.model_dir) if ranks.rank == 0
       else 0, hvd)
-  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
   if start_step >= plan.max_steps:
     # Estimator.train would return at once on rank 0 only.
     if ranks.rank == 0:

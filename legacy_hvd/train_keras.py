@@ -90,7 +90,8 @@ def train(config, data, ranks, stop_signals, watch):
   progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
   stop = callbacks.StopCallback(stop_signals, ranks.size, plan.max_steps)
   test_set, held_out = eager_trainer.held_out_evaluation(net, data, ranks,
-                                                         plan, config)
+                                                         plan, config,
+                                                         step_log)
   fit_callbacks = [
       # Horovod: after the first step, rank 0's weights and optimizer state
       # everywhere again (Horovod's callback, as users write it; on TF 1.15

@@ -97,7 +97,8 @@ def train(config, data, ranks, stop_signals, watch):
                             ranks, int(step.numpy()) * config.batch_size)
   progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
   test_set, held_out = eager_trainer.held_out_evaluation(
-      lambda images: model.forward(images, params), data, ranks, plan, config)
+      lambda images: model.forward(images, params), data, ranks, plan, config,
+      step_log)
   writer = (tf.summary.create_file_writer(config.model_dir)
             if ranks.rank == 0 else tf.summary.create_noop_writer())
   progress.start(int(step.numpy()))
