@@ -89,7 +89,7 @@ $(STAMP): setup.py Makefile tools/check_env.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade -c $(CONSTRAINTS) pip setuptools wheel
 	$(VPY) -m pip install --quiet -c $(CONSTRAINTS) $(TF_REQUIREMENTS) absl-py cmake \
-		pytest matplotlib cloudpickle psutil pyyaml packaging
+		pytest pytest-xdist matplotlib cloudpickle psutil pyyaml packaging
 	$(if $(TF_KERAS),$(VPY) -m pip install --quiet --no-deps -c $(CONSTRAINTS) $(TF_KERAS))
 	@if ls $(WHEEL_CACHE)/horovod-$(HOROVOD_VERSION)-*.whl >/dev/null 2>&1; then \
 		echo "Using cached Horovod wheel from $(WHEEL_CACHE)"; \
@@ -114,14 +114,17 @@ train: $(STAMP)
 		-H localhost:$(NP) python -m legacy_hvd.train --batch_size=64 $(ARGS)
 
 # The TF 1.15 run leaves the tests marked one_stack (tests/conftest.py) to
-# the default stack's: each assertion runs once per CI run.
+# the default stack's: each assertion runs once per CI run. Two pytest
+# workers: the tests on the test hosts in one, the local ones in the other
+# (tests/conftest.py groups them).
+PYTEST = $(VPY) -m pytest -q --durations=20 -n 2 --dist loadgroup
 test: $(STAMP)
 ifdef CROSS_STACK
 	$(MAKE) install TF_VERSION=$(DEFAULT_TF_VERSION) HOROVOD_CONTROLLER=gloo VENV=$(CROSS_STACK)
 	PATH=$(VBIN):$$PATH LEGACY_HVD_TF2_PYTHON=$(CROSS_STACK)/bin/python \
-		$(VPY) -m pytest -q --durations=20 -m "not one_stack" tests $(ARGS)
+		$(PYTEST) -m "not one_stack" tests $(ARGS)
 else
-	PATH=$(VBIN):$$PATH $(VPY) -m pytest -q --durations=20 tests $(ARGS)
+	PATH=$(VBIN):$$PATH $(PYTEST) tests $(ARGS)
 endif
 
 clean:

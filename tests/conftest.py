@@ -28,6 +28,19 @@ def pytest_configure(config):
       "and leaves it to the default stack's run")
 
 
+# Two streams, one per core: the tests on the test hosts (mostly waiting on
+# time-outs, ssh and the scheduler) beside the local ones. The Makefile runs
+# pytest with `-n 2 --dist loadgroup`; without xdist the marks do nothing.
+HOSTS_GROUP, LOCAL_GROUP = "test-hosts", "local"
+
+
+def pytest_collection_modifyitems(items):
+  for item in items:
+    group = (HOSTS_GROUP if "test_hosts" in item.fixturenames
+             else LOCAL_GROUP)
+    item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def real_cifar10(tmp_path_factory):
   """The real CIFAR-10 in the official binary layout; returns that directory."""
