@@ -37,11 +37,11 @@ def data_dir(test_hosts):
 
 
 class Supervised(object):
-  """The supervisor, started inside lh1 over the TF1 job in
+  """The supervisor, started inside lh1 over a trainer (the TF1 job) in
   <scratch>/<name>, in the background."""
 
   def __init__(self, cluster, name, data_dir, supervisor_args, lost_host,
-               log_path):
+               log_path, module="legacy_hvd.train"):
     self.cluster = cluster
     self.model_dir = os.path.join(cluster.scratch, name)
     self.outside = cluster.hosts[0].path(self.model_dir)
@@ -51,7 +51,7 @@ class Supervised(object):
     self.restarted = None  # when the restart line came, after that
     argv = [sys.executable, "-m", "legacy_hvd.supervise",
             "--network_interface=eth0", *supervisor_args, "--",
-            sys.executable, "-m", "legacy_hvd.train",
+            sys.executable, "-m", module,
             "--model_dir=" + self.model_dir, "--data_dir=" + data_dir,
             "--max_steps={}".format(STEPS),
             "--save_checkpoints_steps={}".format(FIRST_CHECKPOINT),
