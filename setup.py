@@ -27,6 +27,7 @@ setup(
             "legacy-hvd-predict=legacy_hvd.predict:run",
             "legacy-hvd-preflight=legacy_hvd.preflight:run",
             "legacy-hvd-slurm=legacy_hvd.slurm:run",
+            "legacy-hvd-supervise=legacy_hvd.supervise:run",
             "legacy-hvd-data=legacy_hvd.data.__main__:run",
         ],
     },

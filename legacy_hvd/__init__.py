@@ -13,6 +13,8 @@ legacy-hvd-NAME with `-` for `_`), each a sequence of what it does:
   preflight     will the job start on these hosts?
   data          downloads CIFAR-10 (legacy_hvd/data/__main__.py)
   slurm         runs a trainer under Slurm, every rank an srun task
+  supervise     runs a trainer and relaunches it on the hosts left when
+                one is lost (for clusters without a scheduler)
 
 Modules, by layer; a module imports only from its own layer and those
 below it (tests/test_layers.py reads the imports and checks it):
@@ -22,16 +24,16 @@ below it (tests/test_layers.py reads the imports and checks it):
       start-up, restore and final evaluation; the two graph trainers' step.
   distributed side: faults, startup, hooks, callbacks, heldout, devices,
       peers, keeper, world, placement, checkpoints, migration, results,
-      feasibility, no_horovod
+      feasibility, no_horovod, host_pool, run_outcome
       Horovod, hosts, processes and files of a job; never reaches a trainer.
   model side: model, schedule, optimizers, numerics, keras_model, scoring,
       data.cifar10, data.embedded, data.download, data.pipeline
       The model, its maths and its input; never imports Horovod nor the
       distributed side.
   foundation: cli, config, compat, paths, progress, signals,
-      checkpoint_state, write_faults
+      checkpoint_state, write_faults, hostlists
       Flag and error handling, the frozen config, the TF-version helpers,
-      the line of a failed write; no Horovod.
+      the line of a failed write, host lists; no Horovod.
 
 Only entry points import `flags` (the absl definitions, a top-level
 package) and read FLAGS; only they and the two upper layers import Horovod.

@@ -31,14 +31,11 @@ hvd.init() or dies at once are one of these checks failing. Python
 3.7-compatible: it runs on the TF 1.15 stack too.
 """
 import concurrent.futures
-import fcntl
 import json
 import os
 import platform
-import re
 import shlex
 import socket
-import struct
 import subprocess
 import sys
 
@@ -47,10 +44,10 @@ from absl import flags
 
 from flags import preflight as preflight_flags
 from legacy_hvd import cli
+from legacy_hvd import hostlists
 from legacy_hvd import paths
 
 FLAGS = flags.FLAGS
-SIOCGIFADDR = 0x8915     # Linux ioctl: an interface's IPv4 address
 SSH_UNREACHABLE = 255    # ssh's exit status for its own failures
 NOT_FOUND = 127          # the shell's: no such program
 # Horovod's build, as `horovodrun --check-build` reports it.
@@ -59,20 +56,6 @@ GPU_OPERATIONS = ("nccl", "ddl", "ccl", "cuda", "rocm")
 
 
 # -- on each host ------------------------------------------------------------
-
-def interfaces():
-  """{interface: IPv4 address} of this host's interfaces that have one."""
-  found = {}
-  with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-    for _, name in socket.if_nameindex():
-      try:
-        packed = fcntl.ioctl(s.fileno(), SIOCGIFADDR,
-                             struct.pack("256s", name.encode()[:15]))
-      except OSError:   # no IPv4 address
-        continue
-      found[name] = socket.inet_ntoa(packed[20:24])
-  return found
-
 
 def stack():
   """Python, TensorFlow and Horovod versions and Horovod's build here."""
@@ -121,7 +104,7 @@ def probe(request):
   """Everything this host can tell about itself; runs on every host."""
   facts = stack()
   facts["hostname"] = socket.gethostname()
-  facts["interfaces"] = interfaces()
+  facts["interfaces"] = hostlists.interfaces()
   try:
     facts["resolves_to"] = socket.gethostbyname(facts["hostname"])
   except OSError as e:
@@ -141,82 +124,6 @@ def probe_main(request_json):
 
 # -- on the launching host ---------------------------------------------------
 
-# horovodrun 0.28.1 reads a hostfile line by line, every line (blank and
-# '#' lines too) as "host slots=N", turns it into -H's "host:N" and checks
-# that against this pattern (horovod.runner.common.util.hosts).
-HOSTFILE_LINE = re.compile(r"^\s*(\S+)\s+slots=(\S*)\s*$")
-HOST_NAME = re.compile(r"^[\w.-]+$")
-HOSTFILE_FORM = "expected 'host slots=N' with N >= 1, as horovodrun reads it"
-
-
-def parse_hosts(spec):
-  """'lh1:2,lh2:2' -> [('lh1', 2), ('lh2', 2)] (horovodrun's -H); a usage
-  error, one line per bad item, for what horovodrun cannot use."""
-  entries = []
-  for item in spec.split(","):
-    name, colon, slots = item.strip().partition(":")
-    entries.append(("-H {}".format(spec), "item {!r}".format(item),
-                    name if colon else None, slots))
-  return _checked_hosts(entries, "expected host:slots with slots >= 1, as "
-                        "horovodrun reads it", cli.USAGE_ERROR)
-
-
-def parse_hostfile(path):
-  """A horovodrun hostfile -> [(host, slots)], read as strictly as
-  horovodrun 0.28.1 reads it; one line per bad line of it, then exit 1."""
-  try:
-    with open(path) as f:
-      lines = f.read().splitlines()
-  except OSError as e:
-    cli.fail("--hostfile={}: {}".format(path, e.strerror), cli.INPUT_ERROR)
-  if not lines:
-    cli.fail("--hostfile={}: names no host; {}".format(path, HOSTFILE_FORM),
-             cli.INPUT_ERROR)
-  entries = []
-  for number, line in enumerate(lines, 1):
-    match = HOSTFILE_LINE.match(line)
-    name, slots = match.groups() if match else (None, None)
-    if not line.strip() or line.lstrip().startswith("#"):
-      name, slots = None, ("a {} line: horovodrun reads every line as a "
-                           "host".format("blank" if not line.strip()
-                                         else "comment"))
-    entries.append(("--hostfile={}".format(path),
-                    "line {} {!r}".format(number, line), name, slots))
-  return _checked_hosts(entries, HOSTFILE_FORM, cli.INPUT_ERROR)
-
-
-def _checked_hosts(entries, form, exit_code):
-  """[(source, where in it, host, slots text)] -> [(host, slots)]; or one
-  error line per entry that horovodrun cannot use (or would use otherwise
-  than meant), then exit with `exit_code`. An entry without a host (None)
-  may say why in its slots text."""
-  found, hosts, first_seen = [], [], {}
-  for source, where, name, slots in entries:
-    at = "{}: {}".format(source, where)
-    if name is None or not HOST_NAME.match(name):
-      found.append("{}: {}{}".format(at, slots + "; " if name is None and
-                                     slots else "", form))
-    elif not slots.isdigit():
-      found.append("{}: the slot count {!r} is not a number; {}".format(
-          at, slots, form))
-    elif int(slots) == 0:
-      found.append("{}: zero slots: horovodrun starts no rank on {} (and "
-                   "rank 0 would run on another host); {}".format(
-                       at, name, form))
-    elif name in first_seen:
-      found.append("{}: {} is listed twice (also {}): its ranks would "
-                   "collide in hvd.init(); give each host one entry with "
-                   "all its slots".format(at, name, first_seen[name]))
-    else:
-      first_seen[name] = where
-      hosts.append((name, int(slots)))
-  for problem in found:
-    print(cli.error_line(problem), file=sys.stderr, flush=True)
-  if found:
-    sys.exit(exit_code)
-  return hosts
-
-
 def rank0_host(hosts):
   """The host where horovodrun puts rank 0 (Horovod's own assignment of
   ranks to the hosts' slots, in order)."""
@@ -227,15 +134,6 @@ def rank0_host(hosts):
   return next(slot.hostname for slot in plan if slot.rank == 0)
 
 
-def is_local(host):
-  """Whether `host` names this machine (an address of one of its
-  interfaces), as horovodrun decides it."""
-  try:
-    return socket.gethostbyname(host) in interfaces().values()
-  except OSError:
-    return False
-
-
 def remote_facts(host, request, ssh_timeout, ssh_port=None):
   """Runs probe() on `host` over ssh (batch mode); its facts, or
   {"unreachable": reason}."""
@@ -244,7 +142,8 @@ def remote_facts(host, request, ssh_timeout, ssh_port=None):
   remote = "env TF_CPP_MIN_LOG_LEVEL=2 {} -c {} {}".format(
       shlex.quote(sys.executable), shlex.quote(code),
       shlex.quote(json.dumps(request)))
-  if is_local(host):   # as horovodrun, which starts local ranks without ssh
+  # As horovodrun, which starts the ranks of its own host without ssh.
+  if hostlists.is_local(host):
     argv = ["sh", "-c", remote]
   else:
     argv = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
@@ -339,7 +238,8 @@ def table(hosts, slots, facts, network_interface):
     if "unreachable" in f:
       rows.append([host, str(slots[host]), "FAILED"] + ["-"] * 7)
       continue
-    rows.append([host, str(slots[host]), "local" if is_local(host) else "ok",
+    rows.append([host, str(slots[host]),
+                 "local" if hostlists.is_local(host) else "ok",
                  f["python"],
                  f.get("tensorflow", "?"), f.get("horovod", "?"),
                  f.get("build", "?"), _address_cell(f, network_interface),
@@ -353,8 +253,8 @@ def table(hosts, slots, facts, network_interface):
 
 def main(argv):
   del argv
-  hosts_slots = (parse_hosts(FLAGS.hosts) if FLAGS.hosts
-                 else parse_hostfile(FLAGS.hostfile))
+  hosts_slots = (hostlists.parse_hosts(FLAGS.hosts) if FLAGS.hosts
+                 else hostlists.parse_hostfile(FLAGS.hostfile))
   hosts = [h for h, _ in hosts_slots]
   slots = dict(hosts_slots)
   requests = {h: {"data_dir": FLAGS.data_dir} for h in hosts}

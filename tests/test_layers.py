@@ -18,7 +18,7 @@ PACKAGE = os.path.join(REPO, "legacy_hvd")
 LAYERS = ("foundation", "model side", "distributed side", "trainer core")
 ENTRY_POINTS = ("train", "train_tf2", "train_keras", "train_estimator",
                 "evaluate", "export", "predict", "preflight", "slurm",
-                "data.__main__")
+                "supervise", "data.__main__")
 
 
 def package_docstring():
