@@ -181,8 +181,8 @@ def main(argv):
   del argv  # cli.parse_flags allows none
   config = Config.from_flags(flags.FLAGS)
   if compat.estimator() is None:
-    cli.fail("legacy_hvd.train_estimator: tf.estimator does not exist in "
-             f"TensorFlow {tf.version.VERSION} (removed in 2.16); expected "
+    cli.fail(f"tf.estimator does not exist in TensorFlow "
+             f"{tf.version.VERSION} (removed in 2.16); expected "
              "TensorFlow 1.15 to 2.15, or run legacy_hvd.train, the same "
              "job without Estimator")
   # Estimator logs at INFO, on every rank, its RunConfig, each model_fn call

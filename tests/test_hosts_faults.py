@@ -11,6 +11,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from legacy_hvd import checkpoint_state
+from legacy_hvd import compat
 from tests import hostjobs
 from tests.helpers import error_lines, rank_pid, wait_for
 
@@ -171,10 +172,13 @@ def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,
     lh2.link(True)
 
 
-@pytest.mark.parametrize("module", ["legacy_hvd.train_tf2",
-                                    "legacy_hvd.train_keras"])
-def test_tf2_variants_name_a_killed_host(test_hosts, data_dir, tmp_path,
-                                         module):
+@pytest.mark.parametrize("module", [
+    "legacy_hvd.train_tf2", "legacy_hvd.train_keras",
+    # Its collectives fail inside Estimator.train, Estimator's own loop.
+    pytest.param("legacy_hvd.train_estimator", marks=pytest.mark.skipif(
+        compat.estimator() is None, reason="no tf.estimator (TF >= 2.16)"))])
+def test_other_trainers_name_a_killed_host(test_hosts, data_dir, tmp_path,
+                                           module):
   # The same lost-host line as the TF1 job's (legacy_hvd/faults.py).
   lh1 = test_hosts.hosts[0]
   name = module.rsplit(".", 1)[1]

@@ -5,15 +5,17 @@
     python tools/benchmark.py --out DIR --cases tf1-np1 \
         --stacks .venv-tf1.15.5/bin/python   # the same graph on TF 1.15 too
     python tools/benchmark.py --out DIR --cases eval   # periodic evaluation
+    python tools/benchmark.py --out DIR --cases estimator   # the Estimator job
 
 Across test hosts over emulated links (100mbit, 1gbit), with the knobs and
 step time split into compute and allreduce: tools/hostbench.py.
 
-Every case launches the real trainer (legacy_hvd.train or train_tf2) under
-horovodrun (the plain-TF case: with python alone, --nohorovod) for warmup +
-steps global steps with its default settings, or one knob changed, and
-reads rank 0's step log: images/sec is counted over the steps after the
-warm-up only (no start-up, graph building, first checkpoint or evaluation).
+Every case launches the real trainer (legacy_hvd.train, train_tf2,
+train_keras or train_estimator) under horovodrun (the plain-TF case: with
+python alone, --nohorovod) for warmup + steps global steps with its default
+settings, or one knob changed, and reads rank 0's step log: images/sec is
+counted over the steps after the warm-up only (no start-up, graph building,
+first checkpoint or evaluation).
 The cases run interleaved, repeat after repeat, so slow phases of a noisy
 machine hit every case alike; each figure is the median of its repeats and
 each ratio is computed from medians of this one invocation. --stacks runs
@@ -82,6 +84,10 @@ CASES = {
     # The Keras fit variant of the TF2 path, beside the TF1 job's cases.
     "keras-np1": ("legacy_hvd.train_keras", 1, [], GLOO),
     "keras-np4": ("legacy_hvd.train_keras", 4, [], GLOO),
+    # The TF1 job as tf.estimator code (TF 1.15 to 2.15), beside the TF1
+    # job's cases; without periodic evaluation, so only training is timed.
+    "estimator-np1": ("legacy_hvd.train_estimator", 1, [], GLOO),
+    "estimator-np4": ("legacy_hvd.train_estimator", 4, [], GLOO),
 }
 # Periodic held-out evaluation (--eval_every_n_steps), on against off.
 EVAL_EVERY = 50
@@ -129,9 +135,16 @@ RATIOS = {
     "deterministic / default at np2": ("tf1-np2-deterministic", "tf1-np2",
                                        None),
     "mpi / gloo at np4": ("tf1-np4-mpi", "tf1-np4", None),
+    "estimator np1 / bare loop": ("estimator-np1", "bare", None),
+    "estimator / tf1 at np1": ("estimator-np1", "tf1-np1", None),
+    "estimator np4 / horovod bare loop np4": ("estimator-np4", "bare-np4",
+                                              None),
+    "estimator / tf1 at np4": ("estimator-np4", "tf1-np4", None),
 }
 CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
                "keras": ["tf1-np1", "tf1-np4", "keras-np1", "keras-np4"],
+               "estimator": ["bare", "bare-np4", "tf1-np1", "tf1-np4",
+                             "estimator-np1", "estimator-np4"],
                "eval": [case for pair in EVAL_CASES.items() for case in pair],
                "all": DEFAULT_CASES + KNOB_CASES}
 
@@ -146,7 +159,8 @@ def parse_args(argv):
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--cases", default="default",
                       help="comma-separated cases or groups (default, knobs: "
-                      "the knobs' cases, all: both); cases: "
+                      "the knobs' cases, all: both, keras, eval, "
+                      "estimator); cases: "
                       + ", ".join(CASES))
   parser.add_argument("--data_dir", help="passed to the trainers")
   parser.add_argument("--trainer_flags", default="",
