@@ -8,6 +8,7 @@
     StopRequestHook(stop_signals, flag, any_flag)   # all ranks stop together
     EvaluationHook(held_out, evaluate, current_step, skip_if)   # every N steps
     FinalHook(fn)                             # runs fn(session) before close
+    ExitOnStopHook(stopped, exit)             # last: exit() before the close
     checkpoint_saver(model_dir, every_n_steps, scaffold)   # rank 0's saver
 
 Every hook takes its ops ready-made from the graph builder, so
@@ -229,3 +230,24 @@ class FinalHook(tf.train.SessionRunHook):
   def end(self, session):
     if not self._skip_if():
       self.result = self._fn(session)
+
+
+class ExitOnStopHook(tf.train.SessionRunHook):
+  """Calls exit() in end() once a stop was agreed (`stopped()` true): after
+  the hooks before it (rank 0's saver writes the stop's checkpoint in its
+  end()), before the session's close. Add it last.
+
+  Not after the close: the ranks that agreed to stop exit at once, and a
+  session closing after one of them has gone waits for Horovod to give up
+  on the broken ring (a Gloo time-out, or more), time that a scheduler's
+  warning before a time limit, or its KillWait, cannot spare.
+  """
+
+  def __init__(self, stopped, exit_fn):
+    self._stopped = stopped
+    self._exit = exit_fn
+
+  def end(self, session):
+    del session
+    if self._stopped():
+      self._exit()

@@ -36,8 +36,9 @@ from legacy_hvd.world import Ranks
 def train(config, data, ranks, stop_signals, horovod=hvd):
   """Builds the graph, trains, evaluates; returns the summary dict (all ranks).
 
-  Returns None when a stop signal ended training early (rank 0 has saved a
-  checkpoint at the step where all ranks stopped). `horovod`: Horovod's
+  A stop signal ends the process instead, before the session closes, once
+  rank 0 has saved a checkpoint at the step where all ranks stopped
+  (exit_stopped). `horovod`: Horovod's
   API, or legacy_hvd.no_horovod's stand-ins for one process (--nohorovod).
   """
   plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
@@ -98,6 +99,12 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
                        hooks.EvaluationHook(
                            held_out, score, lambda: progress.last_step,
                            skip_if=lambda: stop.stopped))
+  # Horovod: after a stop, every rank exits before the session's close,
+  # which waits on Horovod once another rank has exited (the hook's why).
+  train_hooks.append(hooks.ExitOnStopHook(
+      lambda: stop.stopped,
+      lambda: exit_stopped(step_log, stop_signals, ranks.rank,
+                           config.model_dir)))
   if config.horovod:
     # Horovod: start every rank from rank 0's variables: its fresh initial
     # values, or what it restored from the checkpoint. (Horovod's hook, or
@@ -134,6 +141,13 @@ def train(config, data, ranks, stop_signals, horovod=hvd):
                                   ranks.size, config.batch_size,
                                   plan.steps_per_epoch),
               **held_out.results())
+
+
+def exit_stopped(step_log, stop_signals, rank, model_dir):
+  """The end of a stopped run, from the session's last hook: rank 0's
+  checkpoint is written; the step log closed, exits as the signal asks."""
+  step_log.close()
+  faults.exit_if_stopped(None, stop_signals, rank, model_dir)
 
 
 def main(argv):
