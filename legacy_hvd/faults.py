@@ -148,9 +148,10 @@ def exit_if_stopped(summary, stop_signals, rank, model_dir):
   if summary is not None:
     return
   if rank == 0:
-    logging.info("Stopped by signal %d at step %d; the checkpoint in %s is "
+    logging.info("Stopped by %s at step %d; the checkpoint in %s is "
                  "current: run the same command to resume",
-                 stop_signals.requested,
+                 f"signal {stop_signals.requested}" if stop_signals.requested
+                 else "another rank's signal",
                  checkpoint_state.latest_step(model_dir),
                  model_dir)
   logging.flush()

@@ -41,5 +41,7 @@ class StopSignals:
 
   @staticmethod
   def exit_code(signum):
-    """The shell's convention for a process ended by `signum`."""
-    return 128 + signum
+    """The shell's convention for a process ended by `signum`. A rank that
+    stopped because the others agreed to (no signal of its own: 0) exits as
+    one stopped by SIGTERM, the usual stop, not with 128."""
+    return 128 + (signum or signal.SIGTERM)
