@@ -61,8 +61,9 @@ def test_two_hosts_over_a_slow_link_spend_the_step_on_the_wire(
 def test_gradient_bytes_are_the_models_float32_parameters():
   sizes = sm.gradient_bytes()
   assert sizes["dense/weights"] == 4 * 16 * 16 * 32 * 10
-  assert sum(sm.fused_rounds()[i][0] for i in range(2)) == sum(
-      sizes.values())
+  rounds = sm.fused_rounds()
+  assert sum(grads for grads, _ in rounds) == sum(sizes.values())
+  assert rounds[0] == (0, 4)    # the stop flag alone, every batch
   assert len(sm.unfused_rounds()) == len(sizes) + 1   # and the stop flag
 
 
@@ -86,20 +87,50 @@ def test_knobs_change_the_terms_they_should():
   fp16 = sm.comm_ms(inputs, 8, 1, base._replace(fp16=True))
   wire = sm.ring_ms(1e6, 8, 100, 0)
   assert comm - fp16 == pytest.approx(wire / 2 - 0.25)
-  # No fusion: one more round's overhead and latencies, the same bytes.
+  # No fusion: one more round's overhead and latencies (its allreduce's
+  # ring and its negotiation's), the same bytes.
   assert sm.comm_ms(inputs, 8, 1, base._replace(fusion=False)) == \
-      pytest.approx(comm + 1.0 + 14 * 0.5)
+      pytest.approx(comm + 1.0 + 2 * 14 * 0.5)
   # A 11 ms cycle: the step's first gradients wait 5 ms more, once.
   assert sm.comm_ms(inputs, 8, 1, base._replace(cycle_ms=11.0,
                                                 fusion=False)) == \
-      pytest.approx(comm + 1.0 + 14 * 0.5 + 5.0)
+      pytest.approx(comm + 1.0 + 2 * 14 * 0.5 + 5.0)
   assert sm.step_ms(inputs, 8, 1, base._replace(accumulate=2)) == \
       pytest.approx(10 + comm / 2)
-  # Hierarchical: the ring over 4 hosts instead of 16 ranks.
+  # Hierarchical: the gradients' ring over 4 hosts instead of 16 ranks; the
+  # negotiation's cache bits still go round all 16.
   assert sm.comm_ms(inputs, 4, 4, base._replace(hierarchical=True)) == \
-      pytest.approx(1.0 + sm.ring_ms(1e6, 4, 100, 0.5))
+      pytest.approx(1.0 + sm.ring_ms(1e6, 4, 100, 0.5) + 2 * 15 * 0.5)
   # One host: no wire, only Horovod's own cost.
   assert sm.comm_ms(inputs, 1, 4, base) == 1.0
+
+
+def test_negotiation_is_measured_with_the_wire_taken_away():
+  # 2x1 over the unlimited link: 4.5 ms of it is one rank's compute (1x1),
+  # 3 ms its allreduces, the other 3 ms the three rounds' negotiation.
+  runs = [{"case": "1x1", "link": "loopback", "step_ms": 4.5, "comm_ms": 0},
+          {"case": "2x1", "link": "unlimited", "step_ms": 10.5,
+           "comm_ms": 3.0},
+          {"case": "2x1-fp16", "link": "unlimited", "step_ms": 11.25,
+           "comm_ms": 3.5}]
+  inputs = sm.inputs_from(runs)
+  assert len(inputs.rounds) == 3
+  assert (inputs.compute_ms, inputs.overhead_ms, inputs.negotiation_ms,
+          inputs.fp16_ms) == (4.5, 1.0, 1.0, 0.75)
+  link = sm.Setting(1000, 0.25)
+  wire = sum(sm.ring_ms(g + o, 2, 1000, 0.25) for g, o in inputs.rounds)
+  # Per round: overhead, wire and ring latencies, negotiation and its own
+  # ring's 2 latencies.
+  assert sm.comm_ms(inputs, 2, 1, link) == pytest.approx(
+      3 * (1.0 + 1.0 + 2 * 0.25) + wire)
+  assert sm.negotiation_ms(inputs, 2, 1, link) == pytest.approx(
+      3 * (1.0 + 2 * 0.25))
+  # Accumulating 2 batches: the stop flag's round still every batch.
+  flag = 1.0 + 1.0 + 4 * 0.25 + sm.ring_ms(4, 2, 1000, 0)
+  assert sm.comm_ms(inputs, 2, 1, link._replace(accumulate=2)) == \
+      pytest.approx(flag + (sm.comm_ms(inputs, 2, 1, link) - flag) / 2)
+  with pytest.raises(ValueError, match="2x1 over unlimited"):
+    sm.inputs_from(runs[:1])
 
 
 def test_efficiency_falls_with_hosts_and_rises_with_bandwidth():
@@ -127,5 +158,5 @@ def test_a_bad_link_rate_is_one_line(tmp_path):
   assert process.returncode == 2
   assert process.stderr.splitlines()[-1] == (
       "hostbench: error: --links: expected a rate like 100mbit or 1gbit, "
-      "got fast")
+      "or unlimited; got fast")
   assert "Traceback" not in process.stderr

@@ -4,51 +4,68 @@ measured inputs, and checks itself against the emulated hosts.
     python tools/scaling_model.py --measured DIR/hostbench.json [...] \
         --out DIR [--rtt_ms 0.025] [--max_hosts 256] [--plot docs/scaling.png]
 
-    inputs = Inputs(compute_ms=9.0, overhead_ms=1.8, rounds=fused_rounds())
+    inputs = Inputs(compute_ms=9.0, overhead_ms=1.8, rounds=fused_rounds(),
+                    unfused_rounds=unfused_rounds(), negotiation_ms=1.9)
     step_ms(inputs, hosts=64, ranks_per_host=1, setting=Setting(1000, 0.0125))
 
 The model (ring allreduce, as Horovod's Gloo runs it: a reduce-scatter and
 an allgather around all P = N x R ranks, hosts contiguous in the ring):
 
-  step = compute(cpu_share) + comm / accumulate
-  comm = sum over allreduce rounds of
+  step = compute(cpu_share) + per batch, over the allreduce rounds
+         (the gradients' rounds once per `accumulate` batches), of
            overhead + 2 (P - 1) / P x bytes / bandwidth + 2 (P - 1) x latency
-         + (cycle_ms - 1) / 2 once per step (+ fp16_ms with fp16)
+         + negotiation + 2 (P - 1) x latency
+         + (cycle_ms - 1) / 2 + fp16_ms once per allreduce step
 
 - compute: the forward and backward pass of one rank on its own core
-  (measured: the 1x1 run's step time). cpu_share: how many ranks share that
-  core: 1 on a real cluster with a core per rank; on the emulated hosts,
-  which get one of the machine's cores each, round robin, R x ceil(N / cores),
-  and their compute is that of a loopback run with as many ranks on one
-  core (1x2, 1x4: time slicing costs more than the share).
-- rounds: the gradients as Horovod sends them. With fusion (the default)
-  the timeline shows two per step: the dense layer's gradients with the
-  stop flag as soon as they are ready, then the convolution's. Without
-  fusion each of the 4 gradients and the flag is its own round. fp16 halves
-  the gradients' bytes.
-- overhead: Horovod's cost per round without a wire (negotiation, fusion
-  buffer copies, the background loop), from the loopback run at 1x2: its
-  allreduce time per step / rounds.
+  (measured: the 1x1 run's step time; at size 1 Horovod skips the
+  allreduce, so nothing of Horovod is in it). cpu_share: how many ranks
+  share that core: 1 on a real cluster with a core per rank; on the
+  emulated hosts, which get one of the machine's cores each, round robin,
+  R x ceil(N / cores), and their compute is that of a loopback run with as
+  many ranks on one core (1x2, 1x4: time slicing costs more than the
+  share), less the model's Horovod costs on one host.
+- rounds: the allreduces as the timeline shows them with fusion: the stop
+  flag's (ready at the step's start, every batch), then the gradients ready
+  when Horovod's loop next wakes (the dense layer's and the biases), then
+  the convolution's weights (the backward pass's last). Without fusion each
+  gradient is its own round. fp16 halves the gradients' bytes.
+- overhead: the allreduce's own cost per round without a wire (fusion
+  buffer copies, Gloo's messages, the background thread waiting for the
+  rank's core): the ALLREDUCE phases per step of 2x1 over the unlimited
+  link / rounds.
+- negotiation: what a round costs outside its allreduce: Horovod's loop
+  agreeing that every rank has the tensor (the next cycle, a cache-bit
+  allreduce of a few bytes over the network, waiting for the last rank:
+  the timeline's NEGOTIATE_ALLREDUCE) and the hand-back to TensorFlow.
+  Measured: 2x1 over the unlimited link, (step - compute - its ALLREDUCE
+  phases) / rounds. The cache-bit allreduce is a Gloo ring over all ranks,
+  so it adds 2 (P - 1) latencies per round like the gradients' ring.
 - cycle_ms: Horovod's background loop wakes every cycle; the step's first
-  gradients wait half a cycle on average (the default 1 ms is in
-  `overhead`); the later ones arrive while the loop is busy.
-- fp16_ms: float16's own cost (casts, Gloo summing float16 in software),
-  from the loopback runs 1x2-fp16 - 1x2 (allreduce time per step).
+  gradients wait half a cycle on average (the default 1 ms is in the
+  measured negotiation); the later ones arrive while the loop is busy.
+- fp16_ms: float16's own cost per allreduce step (the casts, TF ops
+  outside the allreduce; Gloo summing float16 in software), with no bytes
+  to save: 2x1-fp16 - 2x1 over the unlimited link (step time).
 - bandwidth: each host's link, the same both ways, as TCP payload (tc's rate
   x 1448/1514, checked by tools/linkcheck.py); in the ring each host sends
   2 (P-1)/P of the bytes over its one link whatever R is (the other edges
-  of the ring are inside hosts).
+  of the ring are inside hosts). The unlimited link counts as infinite.
 - latency: one way per ring step (half the measured RTT); 2 (P-1) steps.
 - hierarchical: a reduce inside each host, a ring over N hosts, a broadcast
-  inside: 2 (N-1) steps instead of 2 (P-1). Horovod 0.28.1 offers it for MPI
-  and NCCL only; with Gloo the flag is accepted and changes nothing (the
-  build has no hierarchical Gloo operation; measured in hostbench).
-- accumulate: one allreduce per `accumulate` batches.
+  inside: 2 (N-1) steps instead of 2 (P-1) for the gradients (the
+  negotiation's ring stays over all ranks). Horovod 0.28.1 offers it for
+  MPI and NCCL only; with Gloo the flag is accepted and changes nothing
+  (the build has no hierarchical Gloo operation; measured in hostbench).
+Inputs come per compute speed (hostbench --speeds): each run is checked
+against the inputs measured at its own speed; the predictions use full
+speed's.
 Not modelled: overlap of an allreduce with the rest of the backward pass
-(the model adds them; here the dense gradients' allreduce overlaps the
-convolution's backward pass, which the model does not credit), stragglers,
-congestion beyond one link per host (a switch with full bisection is
-assumed), and TCP's slow start after idle.
+(the model adds them), stragglers beyond what the measured negotiation
+holds, congestion beyond one link per host (a switch with full bisection
+is assumed), TCP's slow start after idle, and Gloo's per-message cost
+growing with P (measured at P = 2 only: it is in overhead and negotiation
+once per round, not per ring step).
 """
 import argparse
 import collections
@@ -65,6 +82,7 @@ from legacy_hvd import model  # noqa: E402
 FLOAT32_BYTES = 4
 PAYLOAD_SHARE = 1448.0 / 1514   # TCP payload per byte tc counts
 STOP_FLAG_BYTES = 4              # the one-float allreduce every step
+LAST_GRADIENT = "conv1/weights"  # the backward pass computes it last
 DEFAULT_RTT_MS = 0.025           # measured on the emulated link (veth)
 
 # A network setting: link in Mbit/s (tc's rate), one-way latency in ms,
@@ -73,15 +91,21 @@ Setting = collections.namedtuple(
     "Setting", "link_mbit latency_ms fp16 fusion cycle_ms accumulate "
     "hierarchical")
 Setting.__new__.__defaults__ = (False, True, 1.0, 1, False)
-# compute_ms: one rank's step on its own core; overhead_ms: per round;
-# rounds: [(gradient bytes, other bytes), ...] as fused (or not).
-# fp16_ms: what float16 costs beyond the bytes (the casts, Gloo's float16
-# sums in software), per step, measured on loopback.
+# compute_ms: one rank's step on its own core; overhead_ms: per round, in
+# the allreduce; rounds: [(gradient bytes, other bytes), ...] as fused (or
+# not). fp16_ms: what float16 costs beyond the bytes (the casts, Gloo's
+# float16 sums in software), per allreduce step.
 # shared_ms: {ranks per core: compute ms per step} measured with that many
 # ranks on one core (loopback 1xR runs); time slicing costs more than R x.
+# negotiation_ms: per round, what a round costs outside its allreduce
+# (negotiation_ms()). overhead, negotiation and fp16 are measured across two
+# hosts with the wire taken away (2x1 over the unlimited link).
 Inputs = collections.namedtuple("Inputs", "compute_ms overhead_ms rounds "
-                                "unfused_rounds fp16_ms shared_ms")
-Inputs.__new__.__defaults__ = (0.0, None)
+                                "unfused_rounds fp16_ms shared_ms "
+                                "negotiation_ms")
+Inputs.__new__.__defaults__ = (0.0, None, 0.0)
+UNLIMITED = "unlimited"          # hostbench's link without tc
+DEFAULT_SPEED = "full"
 
 
 def gradient_bytes():
@@ -98,18 +122,20 @@ def _product(shape):
 
 
 def fused_rounds(sizes=None):
-  """The two rounds the timeline shows with fusion: (gradient bytes, other
-  bytes): the dense layer's gradients with the stop flag, then the conv's."""
+  """The rounds the timeline shows with fusion, as (gradient bytes, other
+  bytes): the stop flag alone (ready at the step's start, reduced every
+  batch), then the gradients the backward pass has ready when Horovod's
+  loop next wakes: the dense layer's and the biases, then the
+  convolution's weights (the backward pass's last)."""
   sizes = sizes or gradient_bytes()
-  dense = sum(v for k, v in sizes.items() if k.startswith("dense/"))
-  conv = sum(v for k, v in sizes.items() if not k.startswith("dense/"))
-  return [(dense, STOP_FLAG_BYTES), (conv, 0)]
+  last = sizes[LAST_GRADIENT]
+  return [(0, STOP_FLAG_BYTES), (sum(sizes.values()) - last, 0), (last, 0)]
 
 
 def unfused_rounds(sizes=None):
-  """Without fusion: each gradient alone, and the stop flag alone."""
+  """Without fusion: the stop flag alone, and each gradient alone."""
   sizes = sizes or gradient_bytes()
-  return [(v, 0) for v in sizes.values()] + [(0, STOP_FLAG_BYTES)]
+  return [(0, STOP_FLAG_BYTES)] + [(v, 0) for v in sizes.values()]
 
 
 def ring_ms(nbytes, ranks, link_mbit, latency_ms):
@@ -122,24 +148,57 @@ def ring_ms(nbytes, ranks, link_mbit, latency_ms):
 
 
 def comm_ms(inputs, hosts, ranks_per_host, setting):
-  """Allreduce time per allreduce step (all rounds) for N x R ranks."""
+  """Time per batch for N x R ranks beyond the compute: the allreduces and
+  their negotiation."""
+  return (allreduce_ms(inputs, hosts, ranks_per_host, setting)
+          + negotiation_ms(inputs, hosts, ranks_per_host, setting))
+
+
+def allreduce_ms(inputs, hosts, ranks_per_host, setting):
+  """The allreduces of one batch (what the timeline's ALLREDUCE phases
+  cover): overhead, bytes and ring latencies per round; the gradients'
+  rounds once per `accumulate` batches, the stop flag's every batch."""
   ranks = hosts * ranks_per_host
   if ranks <= 1:
     return 0.0
-  rounds = inputs.rounds if setting.fusion else inputs.unfused_rounds
-  # The first gradients of a step find Horovod's loop asleep and wait half
-  # a cycle on average (the default 1 ms is in the overhead); later ones
-  # arrive while it is busy with the first.
-  total = max((setting.cycle_ms - 1.0) / 2, 0.0)
-  if setting.fp16:
-    total += inputs.fp16_ms
-  for grads, other in rounds:
+  total = 0.0
+  for grads, other in _rounds(inputs, setting):
     nbytes = grads / (2 if setting.fp16 else 1) + other
     ring = hosts if setting.hierarchical else ranks
-    total += inputs.overhead_ms
+    cost = inputs.overhead_ms
     if hosts > 1:
-      total += ring_ms(nbytes, ring, setting.link_mbit, setting.latency_ms)
+      cost += ring_ms(nbytes, ring, setting.link_mbit, setting.latency_ms)
+    total += cost / (setting.accumulate if grads else 1)
   return total
+
+
+def negotiation_ms(inputs, hosts, ranks_per_host, setting):
+  """What one batch spends outside its allreduces: per round the measured
+  negotiation (Horovod's loop agreeing that every rank has the tensor: the
+  next cycle, a cache-bit allreduce of a few bytes, waiting for the last
+  rank, the hand-back to TensorFlow) and, that allreduce being a Gloo ring
+  over all ranks too, 2 (P - 1) one-way latencies; per allreduce step the
+  longer cycle's wait and fp16's cost."""
+  ranks = hosts * ranks_per_host
+  if ranks <= 1:
+    return 0.0
+  # The first gradients of a step find Horovod's loop asleep and wait half
+  # a cycle on average (the default 1 ms is in the measured negotiation);
+  # later ones arrive while it is busy with the first.
+  once = max((setting.cycle_ms - 1.0) / 2, 0.0)
+  if setting.fp16:
+    once += inputs.fp16_ms
+  total = once / setting.accumulate
+  for grads, _ in _rounds(inputs, setting):
+    cost = inputs.negotiation_ms
+    if hosts > 1:
+      cost += 2 * (ranks - 1) * setting.latency_ms
+    total += cost / (setting.accumulate if grads else 1)
+  return total
+
+
+def _rounds(inputs, setting):
+  return inputs.rounds if setting.fusion else inputs.unfused_rounds
 
 
 def compute_ms(inputs, cpu_share):
@@ -152,8 +211,7 @@ def compute_ms(inputs, cpu_share):
 def step_ms(inputs, hosts, ranks_per_host, setting, cpu_share=1):
   """Predicted time of one global step (one batch on every rank)."""
   return (compute_ms(inputs, cpu_share)
-          + comm_ms(inputs, hosts, ranks_per_host, setting)
-          / setting.accumulate)
+          + comm_ms(inputs, hosts, ranks_per_host, setting))
 
 
 def efficiency(inputs, hosts, ranks_per_host, setting, cpu_share=1):
@@ -170,35 +228,57 @@ def emulated_share(hosts, ranks_per_host, cores):
 
 # -- from hostbench's measurements ------------------------------------------
 def inputs_from(runs):
-  """Inputs from hostbench runs: compute from 1x1 (and 1xR: R ranks on one
-  core, for the emulated hosts' sharing), overhead from 1x2,
-  fp16's cost from 1x2-fp16 (0 without it); a later run of a case
-  replaces an earlier one."""
-  by_case = {r["case"]: r for r in runs if r["link"] == "loopback"}
-  missing = [c for c in ("1x1", "1x2") if c not in by_case]
+  """Inputs from hostbench runs of one compute speed: compute from the
+  loopback 1x1; overhead, negotiation and fp16's cost from 2x1 over the
+  unlimited link (a core per rank, as on a cluster, and no wire to speak
+  of); the compute of R ranks sharing a core from loopback 1xR. A later run
+  of a case replaces an earlier one."""
+  loopback = {r["case"]: r for r in runs if r["link"] == "loopback"}
+  free = {r["case"]: r for r in runs if r["link"] == UNLIMITED}
+  missing = ["{} over loopback".format(c) for c in ("1x1",)
+             if c not in loopback] + ["2x1 over {}".format(UNLIMITED)
+                                      for c in ("2x1",) if c not in free]
   if missing:
-    raise ValueError("the measurements lack the loopback case(s) {} "
-                     "(hostbench --cases scaling runs them)".format(
-                         ", ".join(missing)))
+    raise ValueError("the measurements lack {} (hostbench --links {},... "
+                     "--cases model runs them)".format(
+                         " and ".join(missing), UNLIMITED))
   rounds = fused_rounds()
-  fp16 = by_case.get("1x2-fp16")
-  # fp16's cost against the 1x2 of its own invocation (speeds drift).
-  fp16_base = next((r for r in runs if r["case"] == "1x2" and r["link"] ==
-                    "loopback" and r.get("source") == fp16.get("source")),
-                   None) if fp16 else None
-  shared = {int(c[2:]): r["compute_ms"] for c, r in by_case.items()
-            if c.startswith("1x") and c[2:].isdigit()}
-  return Inputs(shared_ms=shared,compute_ms=by_case["1x1"]["step_ms"],
-                overhead_ms=by_case["1x2"]["comm_ms"] / len(rounds),
-                rounds=rounds, unfused_rounds=unfused_rounds(),
-                fp16_ms=max(fp16["comm_ms"] - fp16_base["comm_ms"], 0.0)
-                if fp16_base else 0.0)
+  compute = loopback["1x1"]["step_ms"]
+  base = free["2x1"]
+  # The allreduce phases themselves, and what the step spends beyond its
+  # compute and them: both per round, with the wire nearly free.
+  overhead = base["comm_ms"] / len(rounds)
+  negotiation = max(base["step_ms"] - compute - base["comm_ms"], 0.0) / len(
+      rounds)
+  fp16 = free.get("2x1-fp16")
+  # fp16's whole cost (the casts are TF ops outside the allreduce, the
+  # float16 sums inside it), with no bytes to save.
+  fp16_ms = max(fp16["step_ms"] - base["step_ms"], 0.0) if fp16 else 0.0
+  inputs = Inputs(compute_ms=compute, overhead_ms=overhead, rounds=rounds,
+                  unfused_rounds=unfused_rounds(), fp16_ms=fp16_ms,
+                  negotiation_ms=negotiation)
+  # R ranks on one core: their step less Horovod's rounds on one host.
+  shared = {int(c[2:]): r["step_ms"] - comm_ms(inputs, 1, int(c[2:]),
+                                                Setting(0.0, 0.0))
+            for c, r in loopback.items()
+            if c.startswith("1x") and c[2:].isdigit() and c != "1x1"}
+  return inputs._replace(shared_ms=shared)
+
+
+def by_speed(runs):
+  """{speed: its runs}, in the order the speeds first appear (files from
+  before --speeds: one speed, full)."""
+  speeds = {}
+  for run in runs:
+    speeds.setdefault(run.get("speed", DEFAULT_SPEED), []).append(run)
+  return speeds
 
 
 def setting_of(case, link, latency_ms):
   """The Setting a hostbench case ran with."""
   knob = case.split("-", 1)[1] if "-" in case else ""
-  mbit = 0.0 if link == "loopback" else _rate_mbit(link)
+  mbit = {"loopback": 0.0, UNLIMITED: float("inf")}.get(link)
+  mbit = _rate_mbit(link) if mbit is None else mbit
   return Setting(mbit, latency_ms, fp16=knob == "fp16",
                  fusion=knob != "nofusion",
                  cycle_ms=10.0 if knob == "cycle10" else 1.0,
@@ -222,11 +302,17 @@ def check(runs, inputs, latency_ms, cores):
     share = emulated_share(hosts, ranks, cores)
     predicted = step_ms(inputs, hosts, ranks, setting, share)
     rows.append({"case": run["case"], "link": run["link"],
+                 "speed": run.get("speed", DEFAULT_SPEED),
                  "hosts": hosts, "ranks_per_host": ranks, "cpu_share": share,
                  "measured_ms": run["step_ms"], "predicted_ms": predicted,
                  "measured_comm_ms": run["comm_ms"],
-                 "predicted_comm_ms": comm_ms(inputs, hosts, ranks, setting)
-                 / setting.accumulate,
+                 "predicted_comm_ms": allreduce_ms(inputs, hosts, ranks,
+                                                   setting),
+                 # The rest of the step beyond one rank's compute.
+                 "measured_rest_ms": run["step_ms"] - run["comm_ms"]
+                 - compute_ms(inputs, share),
+                 "predicted_rest_ms": negotiation_ms(inputs, hosts, ranks,
+                                                     setting),
                  "error": predicted / run["step_ms"] - 1})
   return rows
 
@@ -326,28 +412,39 @@ def main(argv=None):
         report = json.load(f)
       runs += [dict(r, source=path) for r in report["runs"]]
       cores = report.get("cpu_count", cores)
-    inputs = inputs_from(runs)
+    speeds = {speed: inputs_from(measured)
+              for speed, measured in by_speed(runs).items()}
   except (OSError, ValueError, KeyError) as e:
     parser.error("--measured: {}".format(e))
-  rows = check(runs, inputs, args.rtt_ms / 2, cores)
+  rows = [row for speed, measured in by_speed(runs).items()
+          for row in check(measured, speeds[speed], args.rtt_ms / 2, cores)]
+  # The predictions for a cluster: the first speed's inputs (full, if
+  # measured).
+  inputs = speeds.get(DEFAULT_SPEED, next(iter(speeds.values())))
   curves = predictions(inputs, args.rtt_ms, args.max_hosts)
   os.makedirs(args.out, exist_ok=True)
   plot(args.plot or os.path.join(args.out, "scaling.png"), inputs, curves,
-       rows, args.rtt_ms, cores)
-  lines = ["Inputs: compute {:.2f} ms per step on one core (1x1; shared "
-           "cores: {}), overhead "
-           "{:.2f} ms per allreduce round (1x2 loopback), fp16 {:.2f} ms "
-           "per step, rounds {} bytes, RTT {} ms".format(
-               inputs.compute_ms, {k: round(v, 2) for k, v in
-                                   (inputs.shared_ms or {}).items()},
-               inputs.overhead_ms, inputs.fp16_ms,
-               [g + o for g, o in inputs.rounds], args.rtt_ms),
-           "", "| case | link | ranks per core | measured ms | predicted ms "
-           "| error | comm measured / predicted ms |",
-           "|---|---|---|---|---|---|---|"]
-  lines += ["| {case} | {link} | {cpu_share} | {measured_ms:.1f} | "
+       [r for r in rows if r["speed"] == DEFAULT_SPEED] or rows,
+       args.rtt_ms, cores)
+  lines = []
+  for speed, each in speeds.items():
+    lines.append(
+        "Inputs at {} speed: compute {:.2f} ms per step on one core (1x1; "
+        "shared cores: {}), per allreduce round overhead {:.2f} ms and "
+        "negotiation {:.2f} ms (2x1 over {}), fp16 {:.2f} ms per step, "
+        "rounds {} bytes, RTT {} ms".format(
+            speed, each.compute_ms, {k: round(v, 2) for k, v in
+                                     (each.shared_ms or {}).items()},
+            each.overhead_ms, each.negotiation_ms, UNLIMITED, each.fp16_ms,
+            [g + o for g, o in each.rounds], args.rtt_ms))
+  lines += ["", "| case | link | speed | ranks per core | measured ms | "
+            "predicted ms | error | allreduce measured / predicted ms | "
+            "negotiation: measured rest / predicted ms |",
+            "|---|---|---|---|---|---|---|---|---|"]
+  lines += ["| {case} | {link} | {speed} | {cpu_share} | {measured_ms:.1f} | "
             "{predicted_ms:.1f} | {error:+.0%} | {measured_comm_ms:.1f} / "
-            "{predicted_comm_ms:.1f} |".format(**r) for r in rows]
+            "{predicted_comm_ms:.1f} | {measured_rest_ms:.1f} / "
+            "{predicted_rest_ms:.1f} |".format(**r) for r in rows]
   lines += ["", "| hosts | " + " | ".join(curves) + " |",
             "|---|" + "---|" * len(curves)]
   for i, n in enumerate(hosts_axis(args.max_hosts)):
@@ -357,8 +454,9 @@ def main(argv=None):
   with open(os.path.join(args.out, "scaling.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
   with open(os.path.join(args.out, "scaling.json"), "w") as f:
-    json.dump({"inputs": inputs._asdict(), "check": rows,
-               "predictions": curves}, f, indent=2)
+    json.dump({"inputs": {speed: each._asdict()
+                          for speed, each in speeds.items()},
+               "check": rows, "predictions": curves}, f, indent=2)
   print("\n".join(lines))
   return 0
 
