@@ -2,6 +2,7 @@
 
     define_output()         # registers --model_dir and --step_log
     define_results_file()   # registers --results_file (evaluation tools)
+    model_dir_of(trainer_args)   # a trainer's --model_dir, read by launchers
 """
 from absl import flags
 
@@ -25,3 +26,13 @@ def define_results_file(flag_values=flags.FLAGS):
   flags.DEFINE_string(
       "results_file", None, "Also write the metrics as JSON to this file "
       "(rank 0 only).", flag_values=flag_values)
+
+
+def model_dir_of(trainer_args):
+  """The --model_dir that `trainer_args` (a trainer's flags) give it, or its
+  default: for the launchers (legacy_hvd.slurm, legacy_hvd.supervise), which
+  read the trainer's checkpoints without parsing its other flags."""
+  values = flags.FlagValues()
+  define_output(values)
+  values(["trainer"] + list(trainer_args), known_only=True)
+  return values.model_dir

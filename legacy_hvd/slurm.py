@@ -143,14 +143,6 @@ def parser():
   return options
 
 
-def model_dir(trainer_args):
-  """The trainer's --model_dir (its default when not given)."""
-  values = absl_flags.FlagValues()
-  output_flags.define_output(values)
-  values(["trainer"] + list(trainer_args), known_only=True)
-  return values.model_dir
-
-
 def log(message):
   print("legacy_hvd.slurm: " + message, file=sys.stderr, flush=True)
 
@@ -165,7 +157,7 @@ def launch(args, trainer_args, env):
   size = sum(tasks for _, tasks in plan)
   job = env["SLURM_JOB_ID"]
   restart = int(env.get("SLURM_RESTART_COUNT", "0"))
-  directory = model_dir(trainer_args)
+  directory = output_flags.model_dir_of(trainer_args)
   step = checkpoint_state.latest_step(directory)
   # The restart count and the step it resumes at, in one line.
   log("job {}, restart {}: {} ranks on {}; {} {}".format(
@@ -242,7 +234,7 @@ def preflight(hosts, trainer_args, interface, env):
   absl_flags.DEFINE_string("data_dir", None, "", flag_values=values)
   values(["trainer"] + list(trainer_args), known_only=True)
   argv = [sys.executable, "-m", "legacy_hvd.preflight", "-H", hosts,
-          "--model_dir=" + model_dir(trainer_args)]
+          "--model_dir=" + output_flags.model_dir_of(trainer_args)]
   if values.data_dir:
     argv.append("--data_dir=" + values.data_dir)
   if interface:

@@ -66,10 +66,7 @@ def trainer_model_dir(command):
   the flags after `-m MODULE`, or after a console script's name."""
   words = list(command)
   start = words.index("-m") + 2 if "-m" in words else 1
-  values = flags.FlagValues()
-  output_flags.define_output(values)
-  values(["trainer"] + words[start:], known_only=True)
-  return values.model_dir
+  return output_flags.model_dir_of(words[start:])
 
 
 def horovodrun():
