@@ -3,6 +3,7 @@
 #   make            build the virtual environment (.venv) with the pinned stack
 #   make train      horovodrun -np 4 python -m legacy_hvd.train --batch_size=64 $(ARGS)
 #   make test       the whole test suite
+#   make test-fast  the unit tests alone (tests/unit: in-process, under a minute)
 #
 # TF_VERSION=2.18.1 selects another TensorFlow (each has its pins in
 # constraints/tf-<version>.txt); TF_VERSION=1.15.5 the TF1 stack, on Python 3.7 (its tests use the default stack too, for the
@@ -73,11 +74,15 @@ PY_TAG := $(if $(PYTHON),$(shell $(PYTHON) -c 'import sys; print("py%d%d" % sys.
 # The Horovod wheel is compiled against one TensorFlow's C++ ABI: the cache key
 # holds every version the binary depends on, so another TF never reuses it.
 WHEEL_CACHE ?= $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-$(PY_TAG)$(FLAVOUR)
+# Horovod's build runs make with -j8 only when MAKEFLAGS is empty; under
+# `make TF_VERSION=...` it holds that variable, and the build would run on
+# one core: it gets its jobs explicitly.
+BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 STAMP := $(VENV)/.legacy-hvd-installed
 VPY := $(VENV)/bin/python
 VBIN := $(abspath $(VENV)/bin)
 
-.PHONY: all install check train test clean
+.PHONY: all install check train test test-fast clean
 all: install
 
 install: $(STAMP)
@@ -96,7 +101,8 @@ $(STAMP): setup.py Makefile tools/check_env.py $(CONSTRAINTS)
 	else \
 		echo "Building horovod==$(HOROVOD_VERSION) against tensorflow-cpu==$(TF_VERSION) (a few minutes)"; \
 		mkdir -p $(WHEEL_CACHE).partial && \
-		PATH=$(VBIN):$$PATH $(HOROVOD_BUILD_ENV) $(VPY) -m pip wheel --no-deps \
+		PATH=$(VBIN):$$PATH $(HOROVOD_BUILD_ENV) MAKEFLAGS=-j$(BUILD_JOBS) \
+			$(VPY) -m pip wheel --no-deps \
 			--no-build-isolation --no-cache-dir -w $(WHEEL_CACHE).partial \
 			"horovod==$(HOROVOD_VERSION)" && \
 		rm -rf $(WHEEL_CACHE) && mv $(WHEEL_CACHE).partial $(WHEEL_CACHE); \
@@ -126,6 +132,13 @@ ifdef CROSS_STACK
 else
 	PATH=$(VBIN):$$PATH $(PYTEST) tests $(ARGS)
 endif
+
+# The fast loop: tests/unit, the tests that need no process of their own
+# (tests/jobs runs local horovodrun jobs, tests/hosts the test hosts and
+# Slurm). One process: starting xdist's workers would cost more than it saves.
+test-fast: $(STAMP)
+	PATH=$(VBIN):$$PATH $(VPY) -m pytest -q --durations=10 \
+		$(if $(CROSS_STACK),-m "not one_stack") tests/unit $(ARGS)
 
 clean:
 	rm -rf .venv .venv-tf* build *.egg-info .pytest_cache

@@ -1,4 +1,5 @@
 """legacy-hvd: reference Horovod data-parallel training in TF1 graph mode."""
+from setuptools import find_packages
 from setuptools import setup
 
 setup(
@@ -6,7 +7,9 @@ setup(
     version="0.1.0",
     description="Reference Horovod data-parallel training in TensorFlow 1 graph "
                 "mode, with TF2 twins",
-    packages=["legacy_hvd", "legacy_hvd.data", "flags"],
+    # The entry points in legacy_hvd/, its rooms (one subpackage per
+    # concern, docs/layout.md) and the flag definitions.
+    packages=find_packages(include=["legacy_hvd", "legacy_hvd.*", "flags"]),
     # 3.7: the TF 1.15.5 stack; 3.9-3.12: the TF 2 stacks (constraints/).
     python_requires=">=3.7",
     # TensorFlow and Horovod are pinned per stack in constraints/ and built by

@@ -14,16 +14,16 @@ import tensorflow.compat.v1 as tf
 
 from flags import data as data_flags
 from flags import output as output_flags
-from legacy_hvd import checkpoints
-from legacy_hvd import cli
-from legacy_hvd import devices
-from legacy_hvd import model
-from legacy_hvd import placement
-from legacy_hvd import results
-from legacy_hvd import scoring
-from legacy_hvd.config import Config
+from legacy_hvd.checkpoints import resume
+from legacy_hvd.common import cli
+from legacy_hvd.common import results
+from legacy_hvd.common.config import Config
 from legacy_hvd.data import cifar10
-from legacy_hvd.world import Ranks
+from legacy_hvd.model import cnn
+from legacy_hvd.model import scoring
+from legacy_hvd.runtime import devices
+from legacy_hvd.runtime import placement
+from legacy_hvd.runtime.world import Ranks
 
 FLAGS = flags.FLAGS
 
@@ -41,7 +41,7 @@ def format_table(metrics):
 
 def evaluate(checkpoint, data, ranks):
   """Restores `checkpoint` on rank 0, scores the test set on all; metrics."""
-  params = model.create_variables(seed=None)   # values from the checkpoint
+  params = cnn.create_variables(seed=None)   # values from the checkpoint
   # Horovod: the test-set counts are summed over all ranks.
   test_set = scoring.Evaluation(
       data.test_images.shape, params, num_shards=ranks.size,
@@ -52,7 +52,7 @@ def evaluate(checkpoint, data, ranks):
   with tf.Session(config=devices.session_config()) as session:
     session.run(tf.global_variables_initializer())
     if ranks.rank == 0:
-      checkpoints.restore_or_fail(session, list(params.values()), checkpoint)
+      resume.restore_or_fail(session, list(params.values()), checkpoint)
     session.run(broadcast)
     return test_set.run(session, data.test_images, data.test_labels)
 
@@ -60,7 +60,7 @@ def evaluate(checkpoint, data, ranks):
 def main(argv):
   del argv
   tf.disable_v2_behavior()
-  checkpoint = checkpoints.latest_or_fail(FLAGS.model_dir)
+  checkpoint = resume.latest_or_fail(FLAGS.model_dir)
   try:
     data = cifar10.load(FLAGS.data_dir)
   except cifar10.DataError as e:
@@ -71,7 +71,10 @@ def main(argv):
   ranks = Ranks.of(hvd)
   # Horovod: each rank's GPU (its local rank's), cores and thread pools, as
   # the trainer places them (its default flags).
-  devices.place_graph_rank(Config(), ranks, own_threads)
+  session_config = tf.ConfigProto()
+  session_config.gpu_options.allow_growth = True
+  session_config.gpu_options.visible_device_list = str(hvd.local_rank())
+  devices.place_graph_rank(Config(), ranks, session_config, own_threads)
   metrics = evaluate(checkpoint, data, ranks)
   if ranks.rank == 0:
     metrics.update({"checkpoint": checkpoint, "data_source": data.source,

@@ -23,11 +23,11 @@ import tensorflow.compat.v1 as tf
 
 from flags import output as output_flags
 from flags import serving as serving_flags
-from legacy_hvd import checkpoints
-from legacy_hvd import cli
-from legacy_hvd import model
-from legacy_hvd import write_faults
+from legacy_hvd.checkpoints import resume
+from legacy_hvd.common import cli
 from legacy_hvd.data import pipeline
+from legacy_hvd.faults import failed_writes
+from legacy_hvd.model import cnn
 
 FLAGS = flags.FLAGS
 SIGNATURE = "serving_default"
@@ -36,10 +36,10 @@ OUTPUT_NODES = ("classes", "probabilities")
 
 def build_serving_graph():
   """Serving tensors in the default graph: (images, classes, probabilities)."""
-  images = tf.placeholder(tf.uint8, [None, model.IMAGE_SIZE, model.IMAGE_SIZE,
-                                     model.CHANNELS], name="images")
-  params = model.create_variables(seed=None)   # values from the checkpoint
-  logits = model.forward(pipeline.normalize(images), params)
+  images = tf.placeholder(tf.uint8, [None, cnn.IMAGE_SIZE, cnn.IMAGE_SIZE,
+                                     cnn.CHANNELS], name="images")
+  params = cnn.create_variables(seed=None)   # values from the checkpoint
+  logits = cnn.forward(pipeline.normalize(images), params)
   classes = tf.argmax(logits, axis=1, name="classes")
   probabilities = tf.nn.softmax(logits, name="probabilities")
   return images, classes, probabilities, params
@@ -53,8 +53,8 @@ def export(checkpoint, out, export_format):
     staged = os.path.join(work, "export")
     with tf.Graph().as_default(), tf.Session() as session:
       images, classes, probabilities, params = build_serving_graph()
-      checkpoints.restore_or_fail(session, list(params.values()),
-                                  checkpoint)
+      resume.restore_or_fail(session, list(params.values()),
+                             checkpoint)
       if export_format == "saved_model":
         builder = tf.saved_model.Builder(staged)
         signature = tf.saved_model.predict_signature_def(
@@ -84,7 +84,7 @@ def export(checkpoint, out, export_format):
 def main(argv):
   del argv
   tf.disable_v2_behavior()
-  checkpoint = checkpoints.latest_or_fail(FLAGS.model_dir)
+  checkpoint = resume.latest_or_fail(FLAGS.model_dir)
   if os.path.exists(FLAGS.out):
     cli.fail(f"--out={FLAGS.out}: already exists; expected a new path "
              "(an export is never overwritten)")
@@ -92,7 +92,7 @@ def main(argv):
     cli.fail(f"--out={FLAGS.out}: its parent directory does not exist")
   # A full disk or a read-only file system under OUT: one line, no
   # traceback (export() has removed its temporary files).
-  with write_faults.end_on_failure(model_dir=None, target=FLAGS.out):
+  with failed_writes.end_on_failure(model_dir=None, target=FLAGS.out):
     print(export(checkpoint, FLAGS.out, FLAGS.format))
 
 

@@ -14,13 +14,13 @@ import numpy as np
 import tensorflow.compat.v2 as tf
 
 from flags import serving as serving_flags
-from legacy_hvd import cli
-from legacy_hvd import compat
-from legacy_hvd import model
+from legacy_hvd.common import cli
+from legacy_hvd.common import compat
 from legacy_hvd.data import cifar10
+from legacy_hvd.model import cnn
 
 FLAGS = flags.FLAGS
-SIZE = (model.IMAGE_SIZE, model.IMAGE_SIZE)
+SIZE = (cnn.IMAGE_SIZE, cnn.IMAGE_SIZE)
 
 
 def load_classifier(path):

@@ -43,9 +43,9 @@ from absl import app
 from absl import flags
 
 from flags import preflight as preflight_flags
-from legacy_hvd import cli
-from legacy_hvd import hostlists
-from legacy_hvd import paths
+from legacy_hvd.common import cli
+from legacy_hvd.common import paths
+from legacy_hvd.launch import hostlists
 
 FLAGS = flags.FLAGS
 SSH_UNREACHABLE = 255    # ssh's exit status for its own failures
@@ -130,7 +130,7 @@ def rank0_host(hosts):
   from horovod.runner.common.util import hosts as horovod_hosts
   plan = horovod_hosts.get_host_assignments(
       [horovod_hosts.HostInfo(name, slots) for name, slots in hosts],
-      sum(slots for _, slots in hosts))
+      hostlists.slot_count(hosts))
   return next(slot.hostname for slot in plan if slot.rank == 0)
 
 
@@ -146,11 +146,7 @@ def remote_facts(host, request, ssh_timeout, ssh_port=None):
   if hostlists.is_local(host):
     argv = ["sh", "-c", remote]
   else:
-    argv = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-            "-o", "ConnectTimeout={}".format(ssh_timeout)]
-    if ssh_port:
-      argv += ["-p", str(ssh_port)]
-    argv += [host, remote]
+    argv = hostlists.ssh_command(host, ssh_timeout, ssh_port) + [remote]
   try:
     done = subprocess.run(argv, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True,

@@ -1,25 +1,36 @@
 """Runs a trainer under Slurm, every rank a task of one `srun` step.
 
     sbatch -N 2 --ntasks-per-node=2 slurm/train.sbatch \\
-        [--module=legacy_hvd.train_tf2] [--preflight] [trainer flags]
+        [--module=legacy_hvd.train_tf2] [--preflight] [--max_restarts=3] \\
+        [--min_nodes=1] [trainer flags]
     # slurm/train.sbatch: exec python -m legacy_hvd.slurm "$@"
 
 In the batch script, on the allocation's first node (where rank 0 runs),
 it does what horovodrun does before it starts ranks over ssh, then starts
 them with srun instead:
-  1. reads the allocation: its nodes and tasks per node (the -H of
-     horovodrun, e.g. lh1:2,lh2:2);
-  2. optionally runs the pre-flight check on those hosts (--preflight);
-  3. starts Horovod's Gloo rendezvous server for that plan;
-  4. runs `srun -n N python -m legacy_hvd.slurm --task MODULE ...`: each
-     task gives itself the HOROVOD_* variables of its slot (rank =
+  1. judges the trainer's flags with the trainer's own definitions and
+     validators (flags.TRAINERS): a bad one is one line, exit 2 (FAILED),
+     no rank started, nothing written;
+  2. reads the allocation: its nodes and tasks per node (the -H of
+     horovodrun, e.g. lh1:2,lh2:2); on a requeued job, waits until no
+     process of its earlier runs is left on them (launch/leftovers.py);
+  3. optionally runs the pre-flight check on those hosts (--preflight);
+  4. starts Horovod's Gloo rendezvous server for that plan;
+  5. runs `srun -n N python -m legacy_hvd.slurm --task MODULE ...`, its
+     output passed through and read (launch/run_outcome.py): each task
+     gives itself the HOROVOD_* variables of its slot (rank =
      SLURM_PROCID) and execs the trainer. Every rank is a task of the
      step: Slurm signals it on scancel, time limit and pre-emption, and
      nothing of it outlives the job;
-  5. ends as Slurm should show the job: COMPLETED when every rank ended
-     well; requeued (`scontrol requeue`) when the ranks were stopped by
-     the early warning, SIGUSR1, or by a pre-emption's SIGTERM; otherwise
-     the ranks' code (FAILED; CANCELLED or TIMEOUT as Slurm decided).
+  6. ends as Slurm should show the job: COMPLETED when every rank ended
+     well (results.json lists the restarts after losses); requeued when
+     the ranks were stopped by the early warning, SIGUSR1, or by a
+     pre-emption's SIGTERM; requeued without the lost node when the ranks
+     named a lost host or rank, within --max_restarts counted across
+     requeues (launch/slurm_healing.py), else FAILED in one line; FAILED
+     in one line, not requeued, when a rank failed on its own error;
+     otherwise the ranks' code (FAILED; CANCELLED or TIMEOUT as Slurm
+     decided). docs/slurm.md has the table.
 
 Signals: SIGUSR1 to the batch shell (`--signal=B:USR1@N`, `scancel
 --batch --signal=USR1`) is forwarded to the ranks through srun; SIGUSR1 to
@@ -39,16 +50,26 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 from absl import flags as absl_flags
 
+import flags
 from flags import output as output_flags
-from legacy_hvd import checkpoint_state
-from legacy_hvd import cli
+from flags import slurm as slurm_flags
+from legacy_hvd.common import checkpoint_state
+from legacy_hvd.common import cli
+from legacy_hvd.common import signals
+from legacy_hvd.launch import hostlists
+from legacy_hvd.launch import leftovers
+from legacy_hvd.launch import run_outcome
+from legacy_hvd.launch import slurm_healing
 
-TRAINERS = ("legacy_hvd.train", "legacy_hvd.train_tf2",
-            "legacy_hvd.train_keras")
-PLAN = "LEGACY_HVD_SLURM_HOSTS"   # the launcher's plan, read by each task
+PROGRAM = "legacy_hvd.slurm"
+TRAINERS = tuple(flags.TRAINERS)
+PLAN = cli.SLURM_PLAN   # the launcher's plan, read by each task
+RANK_FAILED = 70        # EX_SOFTWARE: a rank's own error; not requeued
+LEFTOVER_SECONDS = 90   # for an earlier run's processes to be gone
 STOPPED_FOR_REQUEUE = 128 + signal.SIGUSR1   # a rank's code after SIGUSR1
 STOPPED_BY_TERM = 128 + signal.SIGTERM
 # Seconds srun lets the other tasks run once one has ended: the trainers end
@@ -84,11 +105,6 @@ def allocation(env):
   return list(zip(nodes, counts))
 
 
-def hosts_arg(plan):
-  """[(node, tasks)] -> horovodrun's -H form, "lh1:2,lh2:2"."""
-  return ",".join("{}:{}".format(node, tasks) for node, tasks in plan)
-
-
 def slots(hosts):
   """Horovod's SlotInfo of every rank for "lh1:2,lh2:2": ranks fill one
   host after the other, as srun's default (block) distribution does."""
@@ -99,71 +115,107 @@ def slots(hosts):
 
 
 # -- the batch script's side -------------------------------------------------
-class Signals:
-  """What the batch shell received: a requeue request (SIGUSR1, forwarded
-  to the ranks) and whether Slurm is ending the job (SIGTERM)."""
+class Received(signals.Recorder):
+  """What the batch shell received: SIGUSR1, a requeue request passed on to
+  the ranks through srun; SIGTERM, Slurm ending the job (it signals the
+  tasks itself, and srun once more), recorded so that it does not end this
+  shell before the ranks have stopped."""
 
   def __init__(self):
-    self.requeue = False
-    self.terminated = False
+    super().__init__((signal.SIGUSR1, signal.SIGTERM))
     self.srun = None
 
-  def install(self):
-    signal.signal(signal.SIGUSR1, self._usr1)
-    signal.signal(signal.SIGTERM, self._term)
-    return self
+  @property
+  def requeue(self):
+    return signal.SIGUSR1 in self.seen
 
-  def _usr1(self, signum, frame):
-    del frame
-    self.requeue = True
-    if self.srun is not None and self.srun.poll() is None:
+  def react(self, signum):
+    if (signum == signal.SIGUSR1 and self.srun is not None
+        and self.srun.poll() is None):
       # srun forwards it to every task of the step.
       self.srun.send_signal(signum)
 
-  def _term(self, signum, frame):
-    # Slurm signals the tasks itself (and srun forwards it once more).
-    del signum, frame
-    self.terminated = True
-
 
 def parser():
-  """The launcher's own options (docs/slurm.md lists them)."""
+  """The launcher's own options; with host_flags(), what docs/slurm.md
+  lists (and --help shows)."""
+  shared = host_flags()
   options = argparse.ArgumentParser(
-      prog="legacy_hvd.slurm", allow_abbrev=False,
+      prog=PROGRAM, allow_abbrev=False,
       description="Runs a legacy_hvd trainer on this Slurm allocation; "
-      "every other argument goes to the trainer.")
+      "every other argument goes to the trainer.",
+      epilog=" ".join("--{}: {}".format(name, shared[name].help)
+                      for name in shared))
   options.add_argument("--module", default=TRAINERS[0], choices=TRAINERS,
                        help="the trainer to run")
   options.add_argument("--preflight", action="store_true",
                        help="run legacy_hvd.preflight on the allocation's "
                        "hosts first (it logs in with ssh)")
-  options.add_argument("--network_interface", default=None,
-                       help="the interface Gloo uses (default: the one "
-                       "holding the address each node's name resolves to)")
   return options
 
 
+def host_flags():
+  """The launcher's absl flags (flags/slurm.py): --network_interface and
+  --max_restarts as the other launchers define them, and --min_nodes."""
+  values = absl_flags.FlagValues()
+  slurm_flags.define_slurm(values)
+  return values
+
+
+def parse(argv):
+  """(the launcher's options, the trainer's arguments): parser()'s and
+  host_flags()'s; everything else goes to the trainer unchanged, in its
+  order."""
+  args, rest = parser().parse_known_args(argv)
+  values = host_flags()
+  try:
+    trainer_args = values([PROGRAM] + rest, known_only=True)[1:]
+  except absl_flags.Error as e:
+    raise cli.UserError(str(e))
+  for name in values:
+    setattr(args, name, values[name].value)
+  return args, trainer_args
+
+
+def check_trainer_flags(module, trainer_args):
+  """The trainer's flags judged here, as the trainer would judge them: a
+  bad one ends the job before srun, in one line, exit 2."""
+  try:
+    flags.parse_trainer_flags(module, trainer_args)
+  except absl_flags.Error as e:
+    cli.fail("{}: {}; no rank was started".format(module, e),
+             cli.USAGE_ERROR)
+
+
 def log(message):
-  print("legacy_hvd.slurm: " + message, file=sys.stderr, flush=True)
+  print("{}: {}".format(PROGRAM, message), file=sys.stderr, flush=True)
 
 
 def launch(args, trainer_args, env):
   """Runs the ranks as one srun step; returns the batch script's code."""
   # First: a warning during the set-up must not end this shell (SIGUSR1's
   # default action).
-  received = Signals().install()
+  received = Received().install()
   plan = allocation(env)
-  hosts = hosts_arg(plan)
-  size = sum(tasks for _, tasks in plan)
+  hosts = hostlists.hosts_arg(plan)
+  size = hostlists.slot_count(plan)
   job = env["SLURM_JOB_ID"]
   restart = int(env.get("SLURM_RESTART_COUNT", "0"))
   directory = output_flags.model_dir_of(trainer_args)
+  ledger = slurm_healing.Ledger(directory, job)
   step = checkpoint_state.latest_step(directory)
   # The restart count and the step it resumes at, in one line.
-  log("job {}, restart {}: {} ranks on {}; {} {}".format(
+  log("job {}, restart {}: {} ranks on {}; {} {}{}".format(
       job, restart, size, hosts,
       "resuming at step {} in".format(step) if step else "starting in",
-      directory))
+      directory, "; after {} of --max_restarts={}, excluded: {}".format(
+          len(ledger.restarts), args.max_restarts,
+          ",".join(ledger.excluded) or "none") if ledger.restarts else ""))
+  # Every process of this run carries the mark (launch/leftovers.py); the
+  # cluster's name too: a job id is unique only within its cluster.
+  run_id = "{}-{}".format(env.get("SLURM_CLUSTER_NAME", "slurm"), job)
+  if restart:
+    wait_for_leftovers(run_id, job, [node for node, _ in plan])
   if args.preflight:
     preflight(hosts, trainer_args, args.network_interface, env)
 
@@ -181,7 +233,7 @@ def launch(args, trainer_args, env):
       "HOROVOD_CONTROLLER": "gloo",
       "HOROVOD_CPU_OPERATIONS": "gloo",
       "PYTHONUNBUFFERED": "1",
-  })
+  }, **leftovers.mark(run_id, restart))
   if args.network_interface:
     task_env["HOROVOD_GLOO_IFACE"] = args.network_interface
   # -n and -N: srun inside sbatch would take SLURM_NTASKS and more from the
@@ -193,18 +245,85 @@ def launch(args, trainer_args, env):
           "--wait={}".format(TASK_WAIT), "--mpi=none",
           sys.executable, "-m", "legacy_hvd.slurm", "--task", args.module,
           *trainer_args]
-  received.srun = subprocess.Popen(argv, env=task_env)
-  code = received.srun.wait()
+  mark = run_outcome.results_mark(directory)
+  code, lines = run_outcome.run_reading(
+      argv, lambda srun: setattr(received, "srun", srun), env=task_env)
   rendezvous.stop()
-  if code == 0:
-    return 0
-  why = requeue_reason(received, code, job)
+  why = code and requeue_reason(received, code, job)
   if why:
     log("job {}: ranks stopped at step {} ({}); requeueing".format(
         job, checkpoint_state.latest_step(directory), why))
-    subprocess.run(["scontrol", "requeue", job], check=False)
+    slurm_healing.requeue(job)
     return 0
+  outcome = lines.outcome(code, directory, mark)
+  if outcome.kind == run_outcome.TRAINED:
+    if ledger.restarts:
+      path = run_outcome.record_restarts(directory, ledger.restarts)
+      log("job {}: trained after {} restart{} after a loss{}".format(
+          job, len(ledger.restarts), "" if len(ledger.restarts) == 1
+          else "s", "; listed in " + path if path else ""))
+    return 0
+  if outcome.kind == run_outcome.LOST:
+    return requeue_after_loss(outcome, ledger, args, job, plan, directory)
+  if outcome.kind == run_outcome.FAILED:
+    cli.fail("job {}: a rank failed on its own error (its line above); not "
+             "requeued: it would fail again".format(job), RANK_FAILED)
   return code if code > 0 else 128 - code
+
+
+def requeue_after_loss(outcome, ledger, args, job, plan, directory):
+  """The ranks named a lost host or rank: requeued without the node that
+  failed (not one whose ranks merely ended of the loss), within
+  --max_restarts counted across requeues; else one line, FAILED."""
+  step = checkpoint_state.latest_step(directory)
+  dropped = sorted(outcome.dropped)
+  if len(ledger.restarts) >= args.max_restarts:
+    cli.fail("job {}: lost {}; restart budget used up ({} of "
+             "--max_restarts={}); the job stops at step {} in {}: resubmit "
+             "it{} to resume".format(
+                 job, outcome.what, len(ledger.restarts), args.max_restarts,
+                 step, directory,
+                 " with --exclude={}".format(",".join(
+                     sorted(set(ledger.excluded) | set(dropped))))
+                 if dropped or ledger.excluded else ""),
+             cli.LOST_PEER)
+  ledger.add(dict(restart=len(ledger.restarts) + 1, resumed_at_step=step,
+                  lost=outcome.what, dropped=outcome.dropped,
+                  hosts=hostlists.hosts_arg(plan), requeued_at=time.time()),
+             dropped, len(plan))
+  # With --min_nodes, the range Slurm may place the requeued job on.
+  nodes = ((args.min_nodes, ledger.nodes)
+           if args.min_nodes and args.min_nodes < ledger.nodes else None)
+  log("job {}: lost {}; restart {} of --max_restarts={}: requeueing{}{}, "
+      "to resume at step {} in {}".format(
+          job, outcome.what, len(ledger.restarts), args.max_restarts,
+          " without " + ",".join(ledger.excluded) if ledger.excluded else
+          " on the same nodes (none failed: its ranks ended alone)",
+          " on {} to {} nodes".format(*nodes) if nodes else "", step,
+          directory))
+  error = slurm_healing.requeue(job, ledger.excluded, nodes)
+  if error:
+    cli.fail("job {}: the requeue failed: {}".format(job, error),
+             cli.LOST_PEER)
+  return 0
+
+
+def wait_for_leftovers(run_id, job, nodes):
+  """A requeued job starts its ranks only once no process of its earlier
+  runs is left on this allocation's nodes (a node it ran on before and
+  does not hold now is out of its reach: Slurm ended the job there)."""
+  left = leftovers.wait_gone(run_id, nodes, on_node, LEFTOVER_SECONDS)
+  if left:
+    cli.fail("job {}: processes of its earlier run still running after "
+             "{} s: {}; not started".format(job, LEFTOVER_SECONDS,
+                                             leftovers.describe(left)),
+             cli.LOST_PEER)
+
+
+def on_node(node, command):
+  """The argv that runs shell `command` on `node` of this allocation."""
+  return ["srun", "--nodes=1", "--ntasks=1", "--nodelist=" + node,
+          "--mpi=none", "--quiet", "sh", "-c", command]
 
 
 def requeue_reason(received, code, job):
@@ -288,7 +407,8 @@ def main(argv=None):
   try:
     if argv[:1] == ["--task"]:
       exec_task(argv[1], argv[2:], os.environ)
-    args, trainer_args = parser().parse_known_args(argv)
+    args, trainer_args = parse(argv)
+    check_trainer_flags(args.module, trainer_args)
     return launch(args, trainer_args, dict(os.environ))
   except cli.UserError as e:
     cli.fail(str(e))

@@ -32,41 +32,49 @@ Horovod (it runs horovodrun). Python 3.7-compatible.
 """
 import os
 import shutil
-import signal
-import subprocess
+import socket
 import sys
-import threading
 import time
 
 from absl import app
 from absl import flags
 
+import flags as trainer_flags
 from flags import output as output_flags
 from flags import supervise as supervise_flags
-from legacy_hvd import checkpoint_state
-from legacy_hvd import cli
-from legacy_hvd import host_pool
-from legacy_hvd import hostlists
-from legacy_hvd import run_outcome
+from legacy_hvd.common import checkpoint_state
+from legacy_hvd.common import cli
+from legacy_hvd.common import signals
+from legacy_hvd.launch import host_pool
+from legacy_hvd.launch import hostlists
+from legacy_hvd.launch import leftovers
+from legacy_hvd.launch import run_outcome
 
 FLAGS = flags.FLAGS
 PROGRAM = "legacy_hvd.supervise"
 REQUEUE = cli.LOST_PEER  # 75, EX_TEMPFAIL: hosts or restarts ran out
 RANK_FAILED = 70         # EX_SOFTWARE: a rank's own error; not relaunched
-FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
-RELAY_SECONDS = 10   # for the output's last lines once horovodrun ended
+FORWARDED = signals.HANDLED   # SIGTERM, SIGINT, SIGUSR1
+LEFTOVER_SECONDS = 90   # for the last run's processes to be gone
 
 
 def say(message):
   print("{}: {}".format(PROGRAM, message), file=sys.stderr, flush=True)
 
 
-def trainer_model_dir(command):
-  """The --model_dir the command gives the trainer (its default if none):
-  the flags after `-m MODULE`, or after a console script's name."""
+def split_command(command):
+  """(what the command runs: the module after `-m`, else the program's
+  name; the arguments it gives it)."""
   words = list(command)
-  start = words.index("-m") + 2 if "-m" in words else 1
-  return output_flags.model_dir_of(words[start:])
+  if "-m" in words[:-1]:
+    at = words.index("-m") + 1
+    return words[at], words[at + 1:]
+  return (os.path.basename(words[0]) if words else None), words[1:]
+
+
+def trainer_model_dir(command):
+  """The --model_dir the command gives the trainer (its default if none)."""
+  return output_flags.model_dir_of(split_command(command)[1])
 
 
 def horovodrun():
@@ -75,31 +83,26 @@ def horovodrun():
   return beside if os.path.exists(beside) else shutil.which("horovodrun")
 
 
-class Stop(object):
-  """A stop signal the supervisor got, passed on to horovodrun."""
+class Stop(signals.Recorder):
+  """SIGTERM, SIGINT and SIGUSR1 the supervisor got (recorded: `first`),
+  each passed on to horovodrun while it runs."""
 
   def __init__(self):
-    self.signal = None
+    super().__init__(FORWARDED)
     self.job = None
 
-  def install(self):
-    for signum in FORWARDED:
-      signal.signal(signum, self._forward)
-    return self
-
-  def _forward(self, signum, frame):
-    del frame
-    self.signal = self.signal or signum
+  def react(self, signum):
     if self.job is not None and self.job.poll() is None:
       self.job.send_signal(signum)
 
 
-def launch(hosts, command, stop):
+def launch(hosts, command, stop, env):
   """Runs the job on `hosts` to its end, its output passed through;
-  (horovodrun's exit code, run_outcome.Lines of what it printed)."""
+  (horovodrun's exit code, run_outcome.Lines of what it printed). `env`:
+  horovodrun's, which it passes on to every rank."""
   # Horovod: Gloo (the supervisor reads the lost-host lines that the
   # trainers print over Gloo); one rank per slot of the hosts left.
-  argv = [horovodrun(), "--gloo", "-np", str(slots(hosts)),
+  argv = [horovodrun(), "--gloo", "-np", str(hostlists.slot_count(hosts)),
           "-H", hostlists.hosts_arg(hosts)]
   # On this host alone horovodrun wants the loopback interface: it is given
   # none (docs/cluster.md).
@@ -108,32 +111,13 @@ def launch(hosts, command, stop):
     argv += ["--network-interface", FLAGS.network_interface]
   if FLAGS.ssh_port:
     argv += ["-p", str(FLAGS.ssh_port)]
-  lines = run_outcome.Lines()
   # A session of its own: a Ctrl-C at the terminal reaches horovodrun once,
   # through Stop, not twice (a second SIGINT ends the ranks at once).
-  job = subprocess.Popen(argv + list(command), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
-  stop.job = job
-  relays = [threading.Thread(target=_relay, args=(stream, to, lines),
-                             daemon=True)
-            for stream, to in ((job.stdout, sys.stdout),
-                               (job.stderr, sys.stderr))]
-  for relay in relays:
-    relay.start()
-  code = job.wait()
-  for relay in relays:
-    # A rank horovodrun could not end would hold the pipe open forever.
-    relay.join(RELAY_SECONDS)
+  code, lines = run_outcome.run_reading(
+      argv + list(command), lambda job: setattr(stop, "job", job),
+      start_new_session=True, env=env)
   stop.job = None
   return code, lines
-
-
-def _relay(stream, to, lines):
-  for raw in iter(stream.readline, b""):
-    text = raw.decode("utf-8", "replace")
-    lines.add(text)
-    to.write(text)
-    to.flush()
 
 
 def describe(hosts):
@@ -141,23 +125,41 @@ def describe(hosts):
   return ", ".join("{} ({})".format(h, why) for h, why in hosts.items())
 
 
-def slots(hosts):
-  return sum(s for _, s in hosts)
-
-
-def ranks(count):
+def ranks(hosts):
+  """[(host, slots)] -> "2 ranks"."""
+  count = hostlists.slot_count(hosts)
   return "{} rank{}".format(count, "" if count == 1 else "s")
 
 
+def trainer_of(command):
+  """(the legacy_hvd trainer `command` runs, its arguments), or (None,
+  None): `python -m legacy_hvd.train_tf2 ...` or `legacy-hvd-train-tf2
+  ...`."""
+  name, args = split_command(command)
+  scripts = {"legacy-hvd-" + module.split(".")[1].replace("_", "-"): module
+             for module in trainer_flags.TRAINERS}
+  module = name if name in trainer_flags.TRAINERS else scripts.get(name)
+  return (module, args) if module else (None, None)
+
+
 def check_input(command, given):
-  """Bad input ends here, before anything starts: one line, exit 2."""
+  """Bad input ends here, before anything starts: one line, exit 2 (the
+  trainer's flags judged as the trainer would judge them)."""
   if not command:
     cli.fail("no command to run: give it after --, e.g. -- python -m "
              "legacy_hvd.train --model_dir=DIR", cli.USAGE_ERROR)
-  if given is not None and slots(given) < FLAGS.min_np:
+  module, args = trainer_of(command)
+  if module:
+    try:
+      trainer_flags.parse_trainer_flags(module, args)
+    except flags.Error as e:
+      cli.fail("{}: {}; nothing was started".format(module, e),
+               cli.USAGE_ERROR)
+  if given is not None and hostlists.slot_count(given) < FLAGS.min_np:
     cli.fail("--min_np={}: the hosts hold only {} slots ({}); expected "
              "--min_np <= the slots given".format(
-                 FLAGS.min_np, slots(given), hostlists.hosts_arg(given)),
+                 FLAGS.min_np, hostlists.slot_count(given),
+                 hostlists.hosts_arg(given)),
              cli.USAGE_ERROR)
 
 
@@ -174,33 +176,41 @@ def main(argv):
   restarts = []
   began = time.monotonic()
   lost = None   # the last run's outcome, while relaunching
+  # Every process of a run carries this mark (leftovers.py): a relaunch
+  # waits until none of the last run's is left on any host it used.
+  run_id = "{}-{}".format(socket.gethostname(), os.getpid())
+  used = []
   while True:
+    if used:
+      wait_for_leftovers(run_id, used)
     hosts, unreachable = pool.available()
     step = checkpoint_state.latest_step(model_dir)
     stop_if_too_few(hosts, unreachable, lost, step, model_dir)
     if lost is None:
       say("{} on {}; {} {} (--max_restarts={}, --min_np={})".format(
-          ranks(slots(hosts)), hostlists.hosts_arg(hosts),
+          ranks(hosts), hostlists.hosts_arg(hosts),
           "resuming at step {} in".format(step) if step else "starting in",
           model_dir, FLAGS.max_restarts, FLAGS.min_np))
     else:
       restarts.append(dict(
           restart=len(restarts) + 1, resumed_at_step=step,
           lost=lost.what, dropped=dict(lost.dropped, **unreachable),
-          hosts=hostlists.hosts_arg(hosts), np=slots(hosts),
+          hosts=hostlists.hosts_arg(hosts), np=hostlists.slot_count(hosts),
           seconds=round(time.monotonic() - began, 1)))
       say("restart {} of {}: lost {}; relaunching {} on {}{}, resuming at "
           "step {} in {}".format(
               len(restarts), FLAGS.max_restarts, lost.what,
-              ranks(slots(hosts)), hostlists.hosts_arg(hosts),
+              ranks(hosts), hostlists.hosts_arg(hosts),
               " (unreachable: {})".format(describe(unreachable))
               if unreachable else "", step, model_dir))
     mark = run_outcome.results_mark(model_dir)
-    if not stop.signal:
-      code, lines = launch(hosts, command, stop)
-    if stop.signal:
-      say("stopped by signal {}; relaunching nothing".format(stop.signal))
-      sys.exit(128 + stop.signal)
+    if not stop.first:
+      used = [host for host, _ in hosts]
+      code, lines = launch(hosts, command, stop, dict(
+          os.environ, **leftovers.mark(run_id, len(restarts))))
+    if stop.first:
+      say("stopped by signal {}; relaunching nothing".format(stop.first))
+      sys.exit(128 + stop.first)
     lost = lines.outcome(code, model_dir, mark)
     end_unless_lost(lost, restarts, model_dir)
     pool.drop(lost.dropped)
@@ -212,14 +222,31 @@ def main(argv):
                REQUEUE)
 
 
+def wait_for_leftovers(run_id, hosts):
+  """Waits until no process of the last run is left on `hosts` (the ones
+  it used; one that takes no ssh login now is not checked); one line, exit
+  75, if some are still there after LEFTOVER_SECONDS."""
+  def command_on(host, command):
+    if hostlists.is_local(host):
+      return ["sh", "-c", command]
+    return hostlists.ssh_command(host, FLAGS.ssh_timeout,
+                                 FLAGS.ssh_port) + [command]
+  left = leftovers.wait_gone(run_id, hosts, command_on, LEFTOVER_SECONDS)
+  if left:
+    cli.fail("processes of the last run still running after {} s: {}; not "
+             "relaunched: end them, then run the same command to "
+             "resume".format(LEFTOVER_SECONDS, leftovers.describe(left)),
+             REQUEUE)
+
+
 def stop_if_too_few(hosts, unreachable, lost, step, model_dir):
   """Fewer slots than --min_np left: one line, exit 75 (requeue)."""
-  if slots(hosts) >= FLAGS.min_np:
+  if hostlists.slot_count(hosts) >= FLAGS.min_np:
     return
   cli.fail("{}only {} left ({}{}), fewer than --min_np={}; the job stops at "
            "step {} in {}: requeue it".format(
                "lost {}; ".format(lost.what) if lost else "",
-               ranks(slots(hosts)), hostlists.hosts_arg(hosts) or "no host",
+               ranks(hosts), hostlists.hosts_arg(hosts) or "no host",
                "; unreachable: " + describe(unreachable) if unreachable
                else "", FLAGS.min_np, step, model_dir), REQUEUE)
 

@@ -4,7 +4,7 @@
 
 The same model, data, shards, schedule, optimizer, flags, checkpoints and
 results.json as legacy_hvd.train (the MonitoredTrainingSession job; both
-build their step with legacy_hvd.graph_trainer), written the way much
+build their step with legacy_hvd.training.graph_job), written the way much
 legacy TF1 code is: an Estimator with Horovod's DistributedOptimizer and
 BroadcastGlobalVariablesHook. The traps Estimator code meets across ranks
 are closed here (docs/pitfalls.md):
@@ -24,7 +24,6 @@ are closed here (docs/pitfalls.md):
 Refused where tf.estimator does not exist (TensorFlow >= 2.16).
 `grep -n "Horovod:"` lists every distributed touch point.
 """
-import gc
 import os
 import tempfile
 
@@ -35,62 +34,72 @@ import tensorflow.compat.v1 as tf
 
 from flags import define_trainer_flags
 from flags.estimator import define_estimator
-from legacy_hvd import checkpoint_state
-from legacy_hvd import cli
-from legacy_hvd import compat
-from legacy_hvd import devices
-from legacy_hvd import faults
-from legacy_hvd import graph_trainer
-from legacy_hvd import heldout
-from legacy_hvd import hooks
-from legacy_hvd import migration
-from legacy_hvd import model
-from legacy_hvd import numerics
-from legacy_hvd import results
-from legacy_hvd import scoring
-from legacy_hvd import startup
-from legacy_hvd import trainer
-from legacy_hvd.config import Config
+from legacy_hvd.common import checkpoint_state
+from legacy_hvd.common import cli
+from legacy_hvd.common import compat
+from legacy_hvd.common import results
+from legacy_hvd.common.config import Config
+from legacy_hvd.common.signals import StopSignals
 from legacy_hvd.data import pipeline
-from legacy_hvd.signals import StopSignals
-from legacy_hvd.world import Ranks
+from legacy_hvd.model import cnn
+from legacy_hvd.model import optimizers
+from legacy_hvd.model import scoring
+from legacy_hvd.runtime import devices
+from legacy_hvd.runtime import hooks
+from legacy_hvd.runtime import startup
+from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.training import graph_job
+from legacy_hvd.training import job
 
 NUM_COUNTS = 1 + 2 * scoring.NUM_CLASSES   # scoring.batch_counts' length
 
 
-def model_fn_for(config, plan, ranks, stop_signals, progress, step_log,
-                 made):
-  """The Estimator's model_fn; the hooks it makes go in `made` (a dict)."""
-  rank0 = ranks.rank == 0
+def model_fn_for(config, plan, runtime, scratch):
+  """The Estimator's model_fn; its training hooks are the runtime's.
+  scratch: this rank's scratch directory (train), removed by a stop's
+  exit."""
 
   def model_fn(features, labels, mode):
     global_step = tf.train.get_global_step()
     if mode == tf.estimator.ModeKeys.TRAIN:
-      step = graph_trainer.build_step(config, plan, global_step, features,
-                                      labels, hvd)
-      stop_flag, any_stop = graph_trainer.stop_request(ranks.size, hvd)
-      made["stop"], progress_hook = graph_trainer.step_hooks(
-          step, stop_signals, stop_flag, any_stop, progress, step_log,
-          summary_dir=config.model_dir if rank0 else None)
+      params = cnn.create_variables(config.seed)
+      loss, accuracy = cnn.loss_and_accuracy(
+          cnn.forward(features, params), labels)
+      # Horovod: the learning rate scaled with the number of workers
+      # (plan.lr_scale: --lr_scaling of hvd.size()), warming up.
+      learning_rate = job.rate_of(config, plan)(global_step)
+      # Horovod: average gradients over all ranks with allreduce before
+      # updating.
+      optimizer = hvd.DistributedOptimizer(
+          optimizers.v1(config.optimizer, learning_rate, config.adam_epsilon),
+          compression=job.compression(config, hvd),
+          backward_passes_per_step=config.backward_passes_per_step,
+          average_aggregated_gradients=True)
+      step = graph_job.build_step(optimizer, params, loss, accuracy,
+                                  learning_rate, global_step)
       scaffold = tf.train.Scaffold()
       # Horovod: only rank 0 saves checkpoints (its own saver hook: the one
       # Estimator adds would read the global step again after every step).
+      savers = [hooks.checkpoint_saver(
+          config.model_dir, config.save_checkpoints_steps,
+          scaffold)] if hvd.rank() == 0 else []
+      # Every rank is a chief here (no TF_CONFIG): the chief hooks' end()
+      # comes after the training hooks', so after a stop the exit goes
+      # last, behind rank 0's saver.
       return tf.estimator.EstimatorSpec(
           mode, loss=step.loss, train_op=step.train_op, scaffold=scaffold,
-          training_hooks=[made["stop"], progress_hook],
-          training_chief_hooks=[hooks.checkpoint_saver(
-              config.model_dir, config.save_checkpoints_steps,
-              scaffold)] if rank0 else [])
+          training_hooks=runtime.step_hooks(step),   # the stop, progress
+          training_chief_hooks=savers + [runtime.exit_on_stop_hook(scratch)])
     # EVAL: this rank's shard of the test set, counted batch by batch.
-    params = model.create_variables(config.seed)
-    counts = scoring.batch_counts(model.forward(features, params), labels)
+    params = cnn.create_variables(config.seed)
+    counts = scoring.batch_counts(cnn.forward(features, params), labels)
     total = tf.Variable(tf.zeros([NUM_COUNTS], tf.float64), trainable=False,
                         collections=[tf.GraphKeys.LOCAL_VARIABLES],
                         name="test_counts")
     # Horovod: the counts summed over all ranks and every rank's weight
     # digest, fetched once at the end of evaluate(), on every rank.
     summed = hvd.allreduce(total.read_value(), op=hvd.Sum)
-    digests = hvd.allgather(model.weight_digest(params)[None])
+    digests = hvd.allgather(cnn.weight_digest(params)[None])
     return tf.estimator.EstimatorSpec(
         mode, loss=tf.cast(
             counts[0] / tf.reduce_sum(counts[1 + scoring.NUM_CLASSES:]),
@@ -101,18 +110,6 @@ def model_fn_for(config, plan, ranks, stop_signals, progress, step_log,
   return model_fn
 
 
-def run_config(config, rank0):
-  """Estimator's RunConfig: the one session config; summaries on rank 0;
-  no checkpoints but rank 0's own saver hook (model_fn_for)."""
-  return tf.estimator.RunConfig(
-      # Horovod: each rank's GPU (visible_device_list = its local rank),
-      # cores and thread pools, as every session of the process has them.
-      session_config=devices.session_config(),
-      save_summary_steps=config.log_every_n_steps if rank0 else None,
-      save_checkpoints_steps=None, save_checkpoints_secs=None,
-      log_step_count_steps=None)
-
-
 def train_until(config, plan, start_step):
   """The global steps each train() call ends at: every
   --eval_every_n_steps, and the last one."""
@@ -121,60 +118,50 @@ def train_until(config, plan, start_step):
                     every)) + [plan.max_steps]
 
 
-def train(config, data, ranks, stop_signals, start_step, scratch_dir):
+def train(config, data, plan, session_config, runtime, start_step):
   """Alternates Estimator.train and .evaluate on every rank; returns the
-  summary dict, or None when a stop signal ended training early."""
-  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
-  progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
-  made = {}
-  rank0 = ranks.rank == 0
-  # Estimator.evaluate writes the eval run's summaries itself.
-  held_out = heldout.HeldOut(config.eval_every_n_steps, plan.max_steps,
-                             ranks.rank, config.model_dir, step_log,
-                             write_summaries=False)
-  # Horovod: rank 0's model_dir holds the checkpoints, summaries and
-  # results; the other ranks' Estimators get a scratch directory instead of
-  # one of their own in /tmp.
-  estimator = tf.estimator.Estimator(
-      model_fn_for(config, plan, ranks, stop_signals, progress, step_log,
-                   made),
-      model_dir=config.model_dir if rank0 else scratch_dir,
-      config=run_config(config, rank0))
-  train_input = hooks.ArrayInput(
-      data.train_images, data.train_labels,
-      lambda images, labels, skip: trainer.batches(config, images, labels,
-                                                   ranks, skip),
-      examples_per_step=config.batch_size)
-  test_input = hooks.ArrayInput(
-      data.test_images, data.test_labels,
-      lambda images, labels, _: pipeline.test_batches(images, labels,
-                                                      ranks.size, ranks.rank))
-  for until in train_until(config, plan, start_step):
-    try:
+  summary dict. A stop signal ends the process instead, in the training
+  session's last hook, once rank 0 has saved (model_fn_for)."""
+  rank0 = hvd.rank() == 0
+  with tempfile.TemporaryDirectory(prefix="legacy_hvd_estimator_") as scratch:
+    # Horovod: rank 0's model_dir holds the checkpoints, summaries and
+    # results; the other ranks' Estimators get a scratch directory instead
+    # of one of their own in /tmp. RunConfig: the one ConfigProto (this
+    # rank's GPU); summaries on rank 0; no checkpoints but rank 0's own
+    # saver hook (model_fn_for).
+    estimator = tf.estimator.Estimator(
+        model_fn_for(config, plan, runtime, scratch),
+        model_dir=config.model_dir if rank0 else scratch,
+        config=tf.estimator.RunConfig(
+            session_config=session_config,
+            save_summary_steps=config.log_every_n_steps if rank0 else None,
+            save_checkpoints_steps=None, save_checkpoints_secs=None,
+            log_step_count_steps=None))
+    train_input = hooks.ArrayInput(
+        data.train_images, data.train_labels,
+        # Horovod: each rank reads its own shard of the training set.
+        lambda images, labels, skip: job.batches(
+            config, images, labels, hvd.size(), hvd.rank(), skip),
+        examples_per_step=config.batch_size)
+    test_input = hooks.ArrayInput(
+        data.test_images, data.test_labels,
+        lambda images, labels, _: pipeline.test_batches(
+            images, labels, hvd.size(), hvd.rank()))
+    for until in train_until(config, plan, start_step):
       # Horovod: every rank starts from rank 0's variables (restored from
       # its checkpoint) and stops at the same global step.
       estimator.train(train_input, max_steps=until, hooks=[
           hooks.BroadcastGlobalVariablesHook(0), train_input])
-    except tf.errors.InvalidArgumentError as e:
-      if not numerics.is_non_finite_gradient(e):
-        raise
-      faults.fail_diverged(progress)
-    if made["stop"].stopped:
-      step_log.close()
-      return None
-    # Horovod: evaluate() restores on rank 0 only; the others take its
-    # weights by broadcast, then all sum their counts in the same step.
-    evaluation = estimator.evaluate(test_input, hooks=[
-        hooks.BroadcastGlobalVariablesHook(0), test_input])
-    metrics = scoring.metrics_from_counts(evaluation["counts"])
-    if held_out.due(until):
-      held_out.record(until, metrics)
-  step_log.close()
-  held_out.record_final(plan.max_steps, metrics)
-  summary = results.run_summary(
-      metrics, evaluation["weight_digests"].tolist(), progress, ranks.size,
-      config.batch_size, plan.steps_per_epoch)
-  return dict(summary, start_step=start_step, **held_out.results())
+      # Horovod: evaluate() restores on rank 0 only; the others take its
+      # weights by broadcast, then all sum their counts in the same step.
+      evaluation = estimator.evaluate(test_input, hooks=[
+          hooks.BroadcastGlobalVariablesHook(0), test_input])
+      metrics = scoring.metrics_from_counts(evaluation["counts"])
+      if runtime.held_out.due(until):
+        runtime.held_out.record(until, metrics)
+  return dict(runtime.summary(metrics, evaluation["weight_digests"].tolist(),
+                              plan.max_steps),
+              start_step=start_step)
 
 
 def main(argv):
@@ -196,48 +183,36 @@ def main(argv):
   # a bad path stops every rank before any of them waits on the others).
   hvd.init()
   ranks = Ranks.of(hvd)
-  # Horovod: each rank's GPU (its local rank's), cores and thread pools.
-  devices.place_graph_rank(config, ranks, own_threads)
-  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
-  startup.check_on_rank0(
-      ranks.rank, faults.model_dir_checks(
-          config.model_dir, model.PARAM_SHAPES,
-          # A TF2 trainer's checkpoint becomes this job's (rank 0).
-          lambda: migration.to_tf1(config.model_dir, config.optimizer,
-                                   trainer.rate_of(config, plan))))
-  start_step = graph_trainer.broadcast_from_rank0(
-      checkpoint_state.latest_step(config.model_dir) if ranks.rank == 0
+  # Horovod: pin each process to one GPU: the one numbered by its local
+  # rank. Every session of the process takes this one ConfigProto.
+  session_config = tf.ConfigProto()
+  session_config.gpu_options.allow_growth = True
+  session_config.gpu_options.visible_device_list = str(hvd.local_rank())
+  # Horovod: on CPU, the cores are what the local ranks share: each its
+  # part, the session's thread pools sized to it.
+  devices.place_graph_rank(config, ranks, session_config, own_threads)
+  # Horovod: the run's steps for hvd.size() workers (each reads 1/size of
+  # an epoch), and its learning rate's scale (--lr_scaling).
+  plan = job.Plan.of(config, len(data.train_labels), hvd.size())
+  # Estimator.evaluate writes the eval run's summaries itself.
+  runtime = graph_job.start(config, data, ranks, plan, stop_signals, hvd,
+                            held_out_summaries=False)
+  # Horovod: rank 0's checkpoint step on every rank, so that a finished job
+  # ends on every rank (Estimator.train would return at once on rank 0
+  # only, the others waiting in its broadcast).
+  start_step = graph_job.broadcast_from_rank0(
+      checkpoint_state.latest_step(config.model_dir) if hvd.rank() == 0
       else 0, hvd)
   if start_step >= plan.max_steps:
-    # Estimator.train would return at once on rank 0 only.
-    if ranks.rank == 0:
+    if hvd.rank() == 0:
       logging.info("Nothing to train: the checkpoint in %s is at step %d, "
                    "--max_steps is %d; that run's results are in %s",
                    config.model_dir, start_step, plan.max_steps,
                    os.path.join(config.model_dir, results.RESULTS_FILE))
     return
-  watch = trainer.watch_hosts_and_log_start(
-      config, data, ranks, graph_trainer.graph_allgather(hvd),
-      "Estimator job")
-  summary = None
-  with faults.end_on_write_failure(config.model_dir, watch):
-    with tempfile.TemporaryDirectory(
-        prefix="legacy_hvd_estimator_") as scratch:
-      try:
-        summary = train(config, data, ranks, stop_signals, start_step,
-                        scratch)
-      except tf.errors.OpError:
-        # Horovod: a failed collective ends every rank; if a host was lost,
-        # the first surviving rank names it in one line.
-        if ranks.size == 1 or not watch.check():
-          raise
-    # Estimator's graphs are cycles of many Python objects: the
-    # interpreter's last collection at exit took seconds, and after a stop
-    # signal horovodrun kills a rank still exiting after 5 s. The process
-    # ends here, so its objects need no collection: frozen, they get none.
-    gc.freeze()
-    trainer.finish(summary, stop_signals, config, data, ranks.rank,
-                   "estimator")
+  with runtime.watching("Estimator job"):
+    summary = train(config, data, plan, session_config, runtime, start_step)
+    runtime.finish(summary, "estimator")
 
 
 def run():

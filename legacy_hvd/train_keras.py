@@ -2,17 +2,23 @@
 
     horovodrun -np 4 python -m legacy_hvd.train_keras --batch_size=64
 
-The shape of Horovod's own TF2 Keras example: hvd.DistributedOptimizer
-around a Keras optimizer (tf.keras.optimizers.legacy on Keras 2.11+, the
-ones Horovod 0.28.1 supports), BroadcastGlobalVariablesCallback(0),
-MetricAverageCallback, checkpoints and TensorBoard on rank 0. Same flags,
-data pipeline and shards, model (same variables and initial values for the
-same --seed), learning-rate scaling and warm-up, step log and results.json
-as legacy_hvd.train and legacy_hvd.train_tf2, and the same fault handling
-(legacy_hvd/faults.py). Checkpoints are TF2 object-based ones with the TF2
-loop's variable keys; what it shares with the loop is in
-legacy_hvd/eager_trainer.py. `grep -n "Horovod:"` lists every distributed touch
-point.
+Same flags, data pipeline and shards, model (same variables and initial
+values for the same --seed), learning-rate scaling and warm-up, step log
+and results.json as legacy_hvd.train and legacy_hvd.train_tf2, and the same
+fault handling (legacy_hvd/training/job_faults.py). Checkpoints are TF2
+object-based ones with the TF2 loop's variable keys.
+
+Read as Horovod's tensorflow2_keras_mnist.py: `grep -n "Horovod:"` lists
+every distributed touch point, in the order they come: hvd.init(), the GPU
+pinned to the local rank, the learning rate scaled by the number of
+workers, hvd.DistributedOptimizer around a Keras optimizer
+(tf.keras.optimizers.legacy on Keras 2.11+, the ones Horovod 0.28.1
+supports), rank 0's checkpoints, the first broadcast, the shard,
+BroadcastGlobalVariablesCallback(0), MetricAverageCallback, checkpoints and
+TensorBoard on rank 0. What the runtime adds (the stop agreement, the
+lost-host watch, progress, periodic evaluation, the final scores) is
+legacy_hvd/training/eager_job.py's, shared with the TF2 loop, and its callbacks
+legacy_hvd/training/keras_callbacks.py's.
 """
 import dataclasses
 import importlib.util
@@ -34,105 +40,17 @@ import tensorflow.compat.v2 as tf
 
 from flags import define_trainer_flags
 from flags import keras as keras_flags
-from legacy_hvd import callbacks
-from legacy_hvd import cli
-from legacy_hvd import compat
-from legacy_hvd import eager_trainer
-from legacy_hvd import faults
-from legacy_hvd import keras_model
-from legacy_hvd import startup
-from legacy_hvd import trainer
-from legacy_hvd.config import Config
-from legacy_hvd.signals import StopSignals
-from legacy_hvd.world import Ranks
-
-
-def train(config, data, ranks, stop_signals, watch):
-  """Trains with model.fit, evaluates; returns the summary dict (all ranks).
-
-  Returns None when a stop signal ended training early (rank 0 has saved a
-  checkpoint at the step where all ranks stopped).
-  """
-  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
-  net, params = keras_model.build(config.seed)
-  # Horovod: average gradients over all ranks with allreduce before updating.
-  optimizer = hvd_keras.DistributedOptimizer(
-      keras_model.make_optimizer(config.optimizer, config.adam_epsilon),
-      compression=trainer.compression(config, hvd))
-  # Horovod: the learning rate scaled with the number of workers, warming up
-  # (the same function of the step as the other paths; docs/tf1-vs-tf2.md
-  # says why not Horovod's LearningRateWarmupCallback).
-  learning_rate = keras_model.LearningRate(config.lr, plan.lr_scale,
-                                           plan.warmup_steps)
-  optimizer.learning_rate = learning_rate
-  net.compile(optimizer=optimizer, loss=keras_model.loss,
-              metrics=keras_model.batch_metrics(),
-              **compat.KERAS_COMPILE_OPTIONS)
-
-  step = optimizer.iterations
-  # Every rank holds the optimizer's state in the same order before rank 0
-  # restores into it (and before the broadcasts pair it up by position).
-  compat.create_keras_optimizer_slots(optimizer, list(params.values()))
-  manager, saved_step = eager_trainer.restore(config.model_dir, ranks.rank,
-                                              step, optimizer, params,
-                                              learning_rate)
-  # Horovod: rank 0's weights, step and optimizer state (fresh or restored)
-  # on every rank before the first step. Horovod's callback alone would
-  # broadcast after the first step, whose gradients other ranks would then
-  # have taken at their own (not the restored) weights.
-  # (`weights`: Horovod's `variables()` returns values on TF 1.15.)
-  hvd.broadcast_variables(list(params.values()) + optimizer.weights,
-                          root_rank=0)
-  start = int(step.numpy())
-
-  dataset = trainer.batches(config, data.train_images, data.train_labels,
-                            ranks, start * config.batch_size)
-  progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
-  stop = callbacks.StopCallback(stop_signals, ranks.size, plan.max_steps)
-  test_set, held_out = eager_trainer.held_out_evaluation(net, data, ranks,
-                                                         plan, config,
-                                                         step_log)
-  fit_callbacks = [
-      # Horovod: after the first step, rank 0's weights and optimizer state
-      # everywhere again (Horovod's callback, as users write it; on TF 1.15
-      # a stand-in).
-      callbacks.broadcast_global_variables_callback(0),
-      # Horovod: epoch-end metrics averaged over ranks, before TensorBoard
-      # (and any other callback) reads them (given tf.keras's backend: on
-      # TF >= 2.16 Horovod's is Keras 3's).
-      compat.with_tf_keras_backend(
-          hvd_keras.callbacks.MetricAverageCallback()),
-      callbacks.ProgressCallback(
-          progress, step_log, learning_rate, params,
-          summary_dir=config.model_dir if ranks.rank == 0 else None),
-      stop,
-  ]
-  if held_out.every_n_steps:
-    # Horovod: every rank scores its test shard after the same steps; the
-    # counts are summed.
-    fit_callbacks.append(callbacks.EvaluationCallback(held_out, test_set,
-                                                      stop))
-  if ranks.rank == 0:
-    # Horovod: only rank 0 writes checkpoints and TensorBoard logs.
-    fit_callbacks += [
-        callbacks.CheckpointCallback(manager, config.save_checkpoints_steps,
-                                     saved_step),
-        tf.keras.callbacks.TensorBoard(config.model_dir, profile_batch=0)]
-  if start < plan.max_steps:
-    try:
-      # Keras epochs of steps_per_epoch steps over the endless stream; the
-      # StopCallback ends every rank at max_steps itself.
-      first_epoch = start // plan.steps_per_epoch
-      net.fit(dataset, steps_per_epoch=plan.steps_per_epoch, verbose=0,
-              initial_epoch=first_epoch, callbacks=fit_callbacks,
-              epochs=first_epoch + math.ceil(
-                  (plan.max_steps - start) / plan.steps_per_epoch))
-    except tf.errors.OpError as e:
-      faults.end_on_error(e, progress, ranks.size, watch)
-  if stop.stopped:
-    return None
-  return eager_trainer.final_summary(test_set, held_out, params, ranks,
-                                     progress, plan, config)
+from legacy_hvd.common import cli
+from legacy_hvd.common import compat
+from legacy_hvd.common.config import Config
+from legacy_hvd.common.signals import StopSignals
+from legacy_hvd.model import keras_cnn
+from legacy_hvd.model import schedule
+from legacy_hvd.runtime import startup
+from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.training import eager_job
+from legacy_hvd.training import job
+from legacy_hvd.training import keras_callbacks
 
 
 def main(argv):
@@ -154,11 +72,106 @@ def main(argv):
   # Horovod: initialize Horovod, once the inputs are known to be usable.
   hvd_keras.init()
   ranks = Ranks.of(hvd_keras)
-  watch = eager_trainer.start(config, data, ranks, own_threads, "Keras fit")
-  with faults.end_on_write_failure(config.model_dir, watch):
-    summary = train(config, data, ranks, stop_signals, watch)
-    trainer.finish(summary, stop_signals, config, data, ranks.rank,
-                   "keras-fit")
+  # Horovod: pin each process to one GPU: the one numbered by its local rank
+  # (before the eager context starts; TF 1.15 has these names too).
+  gpus = tf.config.experimental.list_physical_devices("GPU")
+  if gpus:
+    tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
+    tf.config.experimental.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  runtime = eager_job.start(config, data, ranks, own_threads,
+                            stop_signals, "Keras fit")
+  with runtime.ending_on_write_failure():
+    summary = train(config, data, ranks, runtime)
+    # Horovod: rank 0 alone writes results.json.
+    runtime.finish(summary, "keras-fit")
+
+
+def train(config, data, ranks, runtime):
+  """Trains with model.fit, evaluates; returns the summary dict (all ranks).
+
+  A stop signal ends the process instead, once rank 0 has saved a
+  checkpoint at the step where all ranks stopped (ExitOnStopCallback).
+  runtime: the eager_job.Runtime around the steps.
+  """
+  plan = runtime.plan
+  net, params = keras_cnn.build(config.seed)
+  # Horovod: the learning rate scaled with the number of workers (times
+  # hvd.size() for --lr_scaling=linear), reached by a linear warm-up (the
+  # same function of the step as the other paths; docs/tf1-vs-tf2.md says
+  # why not Horovod's LearningRateWarmupCallback).
+  learning_rate = keras_cnn.LearningRate(
+      config.lr, schedule.lr_scale(config.lr_scaling, ranks.size),
+      plan.warmup_steps)
+  # Horovod: average gradients over all ranks with allreduce before updating.
+  optimizer = hvd_keras.DistributedOptimizer(
+      keras_cnn.make_optimizer(config.optimizer, config.adam_epsilon),
+      compression=job.compression(config, hvd))
+  optimizer.learning_rate = learning_rate
+  net.compile(optimizer=optimizer, loss=keras_cnn.loss,
+              metrics=keras_cnn.batch_metrics(),
+              **compat.KERAS_COMPILE_OPTIONS)
+
+  step = optimizer.iterations
+  # Every rank holds the optimizer's state in the same order before rank 0
+  # restores into it (and before the broadcasts pair it up by position).
+  compat.create_keras_optimizer_slots(optimizer, list(params.values()))
+  # Horovod: only rank 0 writes checkpoints (the others would write over its
+  # files); it resumes from its newest, the others from its values.
+  checkpoints = (eager_job.resume_checkpoints(
+      config.model_dir, step, optimizer, params, learning_rate)
+                 if ranks.rank == 0 else None)
+  # Horovod: rank 0's weights, step and optimizer state (fresh or restored)
+  # on every rank before the first step. Horovod's callback alone would
+  # broadcast after the first step, whose gradients other ranks would then
+  # have taken at their own (not the restored) weights.
+  # (`weights`: Horovod's `variables()` returns values on TF 1.15.)
+  hvd.broadcast_variables(list(params.values()) + optimizer.weights,
+                          root_rank=0)
+  start = int(step.numpy())
+
+  # Horovod: each rank reads its own shard of the training set.
+  dataset = job.batches(config, data.train_images, data.train_labels,
+                        ranks.size, ranks.rank, start * config.batch_size)
+  report = runtime.reporting(net, params)
+  stop = keras_callbacks.StopCallback(runtime, plan.max_steps)
+  fit_callbacks = [
+      # Horovod: after the first batch, rank 0's weights and optimizer state
+      # everywhere again (Horovod's callback, as users write it; on TF 1.15,
+      # where it calls Variable.ref(), callbacks' stand-in does the same).
+      (hvd_keras.callbacks.BroadcastGlobalVariablesCallback(0)
+       if compat.VARIABLE_REF
+       else keras_callbacks.BroadcastGlobalVariablesCallback(0)),
+      # Horovod: epoch-end metrics averaged over ranks, before TensorBoard
+      # (and any other callback) reads them (given tf.keras's backend: on
+      # TF >= 2.16 Horovod's is Keras 3's).
+      compat.with_tf_keras_backend(
+          hvd_keras.callbacks.MetricAverageCallback()),
+      # The runtime's, after each step: progress and the step log, the stop
+      # agreement, the held-out evaluation when due.
+      keras_callbacks.ProgressCallback(report, learning_rate),
+      stop,
+      keras_callbacks.EvaluationCallback(report, stop),
+  ]
+  if ranks.rank == 0:
+    # Horovod: only rank 0 writes checkpoints and TensorBoard logs.
+    fit_callbacks += [
+        keras_callbacks.CheckpointCallback(checkpoints,
+                                           config.save_checkpoints_steps),
+        tf.keras.callbacks.TensorBoard(config.model_dir, profile_batch=0)]
+  # After a stop, every rank exits at the end of fit, rank 0 once saved.
+  fit_callbacks.append(keras_callbacks.ExitOnStopCallback(runtime, stop))
+  if start < plan.max_steps:
+    with runtime.ending_failed_steps(report.progress):
+      # Keras epochs of steps_per_epoch steps over the endless stream; the
+      # StopCallback ends every rank at max_steps itself.
+      first_epoch = start // plan.steps_per_epoch
+      net.fit(dataset, steps_per_epoch=plan.steps_per_epoch, verbose=0,
+              initial_epoch=first_epoch, callbacks=fit_callbacks,
+              epochs=first_epoch + math.ceil(
+                  (plan.max_steps - start) / plan.steps_per_epoch))
+  else:   # a finished run again: fit, and its callbacks, would not run
+    report.begin(start)
+  return report.final_summary()
 
 
 def run():

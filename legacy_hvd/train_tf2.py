@@ -7,12 +7,18 @@ same --seed), learning-rate scaling and warm-up, rank-0 logging and
 results.json as the TF1 path, so the two can be compared step by step
 (tools/compare_paths.py). Checkpoints are TF2 object-based ones, in their own
 --model_dir. Runs on TF 2 and on TF 1.15 (with its v2 behaviour switched on,
-compat.enable_v2_behavior). The TF1 job's fault handling, the same
-behaviour and messages (legacy_hvd/faults.py): stop signals, NaN/Inf
-gradients, model-dir checks, damaged checkpoints, a lost host, a failed
-write in the model directory. What it
-shares with the Keras fit variant is in legacy_hvd/eager_trainer.py.
-`grep -n "Horovod:"` lists every distributed touch point.
+compat.enable_v2_behavior).
+
+Read as Horovod's tensorflow2_mnist.py: `grep -n "Horovod:"` lists every
+distributed touch point, in the order they come: hvd.init(), the GPU pinned
+to the local rank, the learning rate scaled by the number of workers, rank
+0's checkpoints, the first broadcast, DistributedGradientTape, the
+broadcast after the first step, the shard. What the runtime adds, the TF1
+job's fault handling with the same behaviour and messages (stop signals,
+NaN/Inf gradients, model-dir checks, damaged checkpoints, a lost host, a
+failed write in the model directory), progress, periodic evaluation and
+the final scores, is legacy_hvd/training/eager_job.py's: `start` and its
+Runtime, shared with the Keras fit variant.
 """
 
 from absl import flags
@@ -22,63 +28,88 @@ import tensorflow.compat.v2 as tf
 
 from flags import define_trainer_flags
 from flags import tf2 as tf2_flags
-from legacy_hvd import cli
-from legacy_hvd import compat
-from legacy_hvd import eager_trainer
-from legacy_hvd import faults
-from legacy_hvd import model
-from legacy_hvd import numerics
-from legacy_hvd import optimizers
-from legacy_hvd import startup
-from legacy_hvd import trainer
-from legacy_hvd.config import Config
-from legacy_hvd.signals import StopSignals
-from legacy_hvd.world import Ranks
+from legacy_hvd.common import cli
+from legacy_hvd.common import compat
+from legacy_hvd.common.config import Config
+from legacy_hvd.common.signals import StopSignals
+from legacy_hvd.model import cnn
+from legacy_hvd.model import finite_gradients
+from legacy_hvd.model import optimizers
+from legacy_hvd.model import schedule
+from legacy_hvd.runtime import startup
+from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.training import eager_job
+from legacy_hvd.training import job
 
 
-def optimizer_variables(optimizer):
-  # v1 optimizers have a variables() method, Keras ones a property.
-  variables = optimizer.variables
-  return list(variables() if callable(variables) else variables)
+def main(argv):
+  del argv
+  compat.enable_v2_behavior()   # before any op: TF 1.15 starts in graph mode
+  config = Config.from_flags(flags.FLAGS)
+  stop_signals = StopSignals().install()
+  data, own_threads = startup.before_horovod(config)
+  # Horovod: initialize Horovod, once the inputs are known to be usable.
+  hvd.init()
+  ranks = Ranks.of(hvd)
+  # Horovod: pin each process to one GPU: the one numbered by its local rank
+  # (before the eager context starts; TF 1.15 has these names too).
+  gpus = tf.config.experimental.list_physical_devices("GPU")
+  if gpus:
+    tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
+    tf.config.experimental.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  runtime = eager_job.start(
+      config, data, ranks, own_threads, stop_signals,
+      f"TF2 loop ({config.optimizer_impl} optimizer)")
+  with runtime.ending_on_write_failure():
+    summary = train(config, data, ranks, runtime)
+    # Horovod: rank 0 alone writes results.json.
+    runtime.finish(summary, "tf2")
 
 
-def train(config, data, ranks, stop_signals, watch):
+def train(config, data, ranks, runtime):
   """Trains and evaluates eagerly; returns the summary dict (all ranks).
 
-  Returns None when a stop signal ended training early (rank 0 has saved a
-  checkpoint at the step where all ranks stopped).
+  A stop signal ends the process instead, once rank 0 has saved a
+  checkpoint at the step where all ranks stopped (runtime.exit_on_stop).
+  runtime: the eager_job.Runtime around the steps.
   """
-  plan = trainer.Plan.of(config, len(data.train_labels), ranks.size)
-  params = {name: tf.Variable(model.initial_value(name, config.seed),
+  plan = runtime.plan
+  params = {name: tf.Variable(cnn.initial_value(name, config.seed),
                               name=name)
-            for name in model.PARAM_SHAPES}
+            for name in cnn.PARAM_SHAPES}
   trainable = list(params.values())
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-  # Horovod: the learning rate scaled with the number of workers, warming up.
-  rate_of = trainer.rate_of(config, plan)
-  learning_rate = lambda: rate_of(step)
+  # Horovod: the learning rate scaled with the number of workers (times
+  # hvd.size() for --lr_scaling=linear), reached by a linear warm-up.
+  lr_scale = schedule.lr_scale(config.lr_scaling, ranks.size)
+  rate_of = lambda at: schedule.learning_rate(at, config.lr, lr_scale,
+                                              plan.warmup_steps)
   make_optimizer = getattr(optimizers, config.optimizer_impl)
-  optimizer = make_optimizer(config.optimizer, learning_rate,
+  optimizer = make_optimizer(config.optimizer, lambda: rate_of(step),
                              config.adam_epsilon)
-  compression = trainer.compression(config, hvd)
-  manager, saved_step = eager_trainer.restore(config.model_dir, ranks.rank,
-                                              step, optimizer, params, rate_of)
+  # Horovod: only rank 0 writes checkpoints (the others would write over its
+  # files); it resumes from its newest, the others from its values.
+  checkpoints = (eager_job.resume_checkpoints(
+      config.model_dir, step, optimizer, params, rate_of)
+                 if ranks.rank == 0 else None)
   # Horovod: start every rank from rank 0's weights and step (fresh or
   # restored). The optimizer's state is broadcast after the first step,
   # once it exists.
   hvd.broadcast_variables(trainable + [step], root_rank=0)
+  compression = job.compression(config, hvd)   # --fp16_allreduce
 
   @tf.function
   def train_step(images, labels, first_step, stop_requested):
     with tf.GradientTape() as tape:
-      loss, accuracy = model.loss_and_accuracy(model.forward(images, params),
-                                               labels)
+      loss, accuracy = cnn.loss_and_accuracy(cnn.forward(images, params),
+                                             labels)
     # Horovod: wrap the tape: gradient() averages over ranks with allreduce.
     tape = hvd.DistributedGradientTape(tape, compression=compression)
     # The averaged gradients are the same on every rank: checking them stops
     # all ranks in the same step, before a NaN or Inf reaches the weights.
-    gradients = [numerics.checked(g) for g in tape.gradient(loss, trainable)]
-    rate = learning_rate()
+    gradients = [finite_gradients.checked(g)
+                 for g in tape.gradient(loss, trainable)]
+    rate = rate_of(step)
     if config.optimizer_impl == "v1":
       optimizer.apply_gradients(zip(gradients, trainable), global_step=step)
     else:
@@ -91,74 +122,45 @@ def train(config, data, ranks, stop_signals, watch):
                               root_rank=0)
     # Horovod: a stop request on any rank reaches all ranks in the same step
     # (a one-float allreduce that overlaps the step's compute).
-    return loss, accuracy, rate, faults.agree(stop_requested, ranks.size)
+    return loss, accuracy, rate, runtime.agree_to_stop(stop_requested)
 
-  dataset = trainer.batches(config, data.train_images, data.train_labels,
-                            ranks, int(step.numpy()) * config.batch_size)
-  progress, step_log = trainer.progress_and_step_log(config, plan, ranks)
-  test_set, held_out = eager_trainer.held_out_evaluation(
-      lambda images: model.forward(images, params), data, ranks, plan, config,
-      step_log)
-  writer = (tf.summary.create_file_writer(config.model_dir)
-            if ranks.rank == 0 else tf.summary.create_noop_writer())
-  progress.start(int(step.numpy()))
-  first, stopped = True, False
-  with writer.as_default():
-    # Every rank runs the same number of steps: they share `step`.
-    batches = iter(dataset.take(max(0, plan.max_steps - int(step.numpy()))))
-    while not stopped:
-      try:
-        images, labels = next(batches)
-        loss, accuracy, rate, any_stop = train_step(
-            images, labels, first,
-            tf.constant(1.0 if stop_signals.requested else 0.0))
-      except StopIteration:
-        break
-      except tf.errors.OpError as e:
-        faults.end_on_error(e, progress, ranks.size, watch)
-      first, stopped = False, any_stop.numpy() > 0
-      current = int(step.numpy())
-      values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
-                "learning_rate": rate.numpy()}
-      speed = progress.record(current, values)
-      digest = None
-      if speed is not None:
-        digest = model.weight_digest(params).numpy()
-        for name, value in dict(values, images_per_sec=speed).items():
-          tf.summary.scalar(name, value, step=current)
-      step_log.write(current, values["loss"], values["learning_rate"], digest)
-      if manager and current % config.save_checkpoints_steps == 0:
-        manager.save(checkpoint_number=current)
-        saved_step = current
-      if held_out.due(current) and not stopped:
-        # Horovod: every rank scores its test shard after the same step; the
-        # counts are summed.
-        held_out.record(current, test_set.run())
-  step_log.close()
-  writer.flush()
-  if manager and saved_step != int(step.numpy()):
-    manager.save(checkpoint_number=int(step.numpy()))
-  if stopped:
-    return None
-  return eager_trainer.final_summary(test_set, held_out, params, ranks,
-                                     progress, plan, config)
+  start = int(step.numpy())
+  # Horovod: each rank reads its own shard of the training set.
+  dataset = job.batches(config, data.train_images, data.train_labels,
+                        ranks.size, ranks.rank, start * config.batch_size)
+  report = runtime.reporting(lambda images: cnn.forward(images, params),
+                             params)
+  report.begin(start)
+  stopped = False
+  # Every rank runs the same number of steps: they share `step`. The
+  # iterator is held open past the loop (runtime.exit_on_stop says why).
+  batches = iter(dataset.take(max(0, plan.max_steps - start)))
+  for batch, (images, labels) in enumerate(batches):
+    with runtime.ending_failed_steps(report.progress):
+      loss, accuracy, rate, any_stop = train_step(
+          images, labels, batch == 0, runtime.stop_requested())
+    stopped = any_stop.numpy() > 0
+    current = int(step.numpy())
+    report.after_step(current, {"loss": loss.numpy(),
+                                "accuracy": accuracy.numpy(),
+                                "learning_rate": rate.numpy()})
+    if checkpoints:
+      checkpoints.save_every(current, config.save_checkpoints_steps)
+    if stopped:
+      break
+    report.evaluate_if_due(current)
+  report.close()
+  if checkpoints:
+    checkpoints.save_at_end(int(step.numpy()))
+  # After a stop, every rank exits here (rank 0 has saved).
+  runtime.exit_on_stop(stopped)
+  return report.final_summary()
 
 
-def main(argv):
-  del argv
-  compat.enable_v2_behavior()   # before any op: TF 1.15 starts in graph mode
-  config = Config.from_flags(flags.FLAGS)
-  stop_signals = StopSignals().install()
-  data, own_threads = startup.before_horovod(config)
-  # Horovod: initialize Horovod, once the inputs are known to be usable.
-  hvd.init()
-  ranks = Ranks.of(hvd)
-  watch = eager_trainer.start(
-      config, data, ranks, own_threads,
-      f"TF2 loop ({config.optimizer_impl} optimizer)")
-  with faults.end_on_write_failure(config.model_dir, watch):
-    summary = train(config, data, ranks, stop_signals, watch)
-    trainer.finish(summary, stop_signals, config, data, ranks.rank, "tf2")
+def optimizer_variables(optimizer):
+  # v1 optimizers have a variables() method, Keras ones a property.
+  variables = optimizer.variables
+  return list(variables() if callable(variables) else variables)
 
 
 def run():

@@ -1,6 +1,6 @@
 """Fixtures: real CIFAR-10 (rebuilt from ../shared), isolated caches, test
 hosts, and the finished runs that many tests read."""
-import collections
+import hashlib
 import json
 import os
 import shutil
@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from legacy_hvd import compat
-from legacy_hvd.data import embedded
+from legacy_hvd.common import compat
 from tests.helpers import (CIFAR10_CONVERTER, CIFAR10_JPEG, assert_ok,
                            horovodrun)
+from tests.helpers.shared_runs import finished_run
 
 # Tests use TF2's eager API in this process; TF 1.15 needs it switched on
 # before any op is built.
@@ -50,13 +50,32 @@ def real_cifar10(tmp_path_factory):
   if not os.path.exists(CIFAR10_JPEG) or not os.path.exists(CIFAR10_CONVERTER):
     pytest.skip(f"real CIFAR-10 not found at {CIFAR10_JPEG} (set "
                 "LEGACY_HVD_CIFAR10_JPEG or LEGACY_HVD_CIFAR10_BIN)")
-  out = tmp_path_factory.mktemp("cifar10")
-  # The converter decodes the JPEGs eagerly with TF 2: on the TF 1.15 stack
-  # it runs with the default stack's Python, which the Makefile hands over.
-  python = os.environ.get("LEGACY_HVD_TF2_PYTHON", sys.executable)
-  subprocess.run([python, CIFAR10_CONVERTER, str(out), "--archive",
-                  CIFAR10_JPEG], check=True, capture_output=True, timeout=600)
-  return str(out / "cifar-10-batches-bin")
+  # Converted once per archive and converter, kept beside the Horovod
+  # wheels (~/.cache/legacy-hvd): the other stack's run and later ones read
+  # it (60,000 JPEGs to decode each time otherwise). Tests only read it.
+  digest = hashlib.sha256()
+  for path in (CIFAR10_JPEG, CIFAR10_CONVERTER):
+    with open(path, "rb") as f:
+      digest.update(f.read())
+  kept = os.path.join(os.path.expanduser("~"), ".cache", "legacy-hvd",
+                      "cifar10-bin-" + digest.hexdigest()[:16])
+  if not os.path.isdir(kept):
+    out = tmp_path_factory.mktemp("cifar10")
+    # The converter decodes the JPEGs eagerly with TF 2: on the TF 1.15
+    # stack it runs with the default stack's Python, which the Makefile
+    # hands over.
+    python = os.environ.get("LEGACY_HVD_TF2_PYTHON", sys.executable)
+    subprocess.run([python, CIFAR10_CONVERTER, str(out), "--archive",
+                    CIFAR10_JPEG], check=True, capture_output=True,
+                   timeout=600)
+    # Complete or absent: copied beside, then renamed into place.
+    partial = "{}.partial-{}".format(kept, os.getpid())
+    shutil.copytree(str(out), partial)
+    try:
+      os.rename(partial, kept)
+    except OSError:   # another session kept it first
+      shutil.rmtree(partial)
+  return os.path.join(kept, "cifar-10-batches-bin")
 
 
 @pytest.fixture
@@ -80,39 +99,15 @@ def test_hosts():
     yield cluster
 
 
-# A finished run: its model directory, its data, and what its ranks printed.
-Run = collections.namedtuple("Run", "model_dir data_dir output files")
-# Rank 0 creates files with mode 644, every other rank with 600: any file in
-# the model directory that is not group-readable was written by another rank.
-RANK_UMASK = 'if [ "$HOROVOD_RANK" != 0 ]; then umask 077; else umask 022; fi'
-SHARED_STEPS = 40
-# The shared runs also evaluate on the test set every this many steps.
-SHARED_EVAL_EVERY = 20
-
-
-def _finished_run(root, module, args, env=None):
-  """horovodrun -np 2 of `module` on the generated data, to its end."""
-  data_dir = embedded.ensure_generated(str(root / "data"))
-  model_dir = root / "model"
-  process = horovodrun(2, module, [
-      f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-      f"--max_steps={SHARED_STEPS}", "--log_every_n_steps=10",
-      f"--save_checkpoints_steps={SHARED_STEPS // 2}",
-      f"--eval_every_n_steps={SHARED_EVAL_EVERY}",
-      f"--step_log={root / 'steps.jsonl'}", *args],
-                       env=env, wrapper=RANK_UMASK)
-  assert_ok(process)
-  return Run(model_dir, data_dir, process.stdout + process.stderr, root)
-
-
 @pytest.fixture(scope="session")
 def tf1_run(tmp_path_factory):
   """One np=2 run of the TF1 job, shared by every test that only reads a
   finished run: results.json and rank-0-only files, the ranks' start
   lines, Horovod's timeline and autotune log and the step log (`files`),
-  the periodic evaluation, evaluate, export, predict, plot. A test that changes the run works on a copy (copy_run)."""
+  the periodic evaluation, evaluate, export, predict, plot. A test that
+  changes the run works on a copy (shared_runs.copy_run)."""
   root = tmp_path_factory.mktemp("tf1-run")
-  return _finished_run(root, "legacy_hvd.train", [], env={
+  return finished_run(root, "legacy_hvd.train", [], env={
       "HOROVOD_TIMELINE": str(root / "timeline.json"),
       "HOROVOD_AUTOTUNE": "1",
       "HOROVOD_AUTOTUNE_LOG": str(root / "autotune.csv"),
@@ -136,29 +131,17 @@ def tf1_evaluation(tf1_run):
 def tf2_run(tmp_path_factory):
   """One np=2 run of the TF2 loop, unpinned (--nocpu_affinity), evaluated
   periodically too."""
-  return _finished_run(tmp_path_factory.mktemp("tf2-run"),
-                       "legacy_hvd.train_tf2", ["--nocpu_affinity"])
-
-
-def copy_run(run, target):
-  """A copy of `run`'s model directory at `target`, to resume or change.
-
-  The TF1 job's checkpoint state file names its checkpoints by absolute
-  path: the copy's names the copy's."""
-  shutil.copytree(run.model_dir, target)
-  state = target / "checkpoint"
-  if state.exists():
-    state.write_text(state.read_text().replace(str(run.model_dir),
-                                               str(target)))
-  return target
+  return finished_run(tmp_path_factory.mktemp("tf2-run"),
+                      "legacy_hvd.train_tf2", ["--nocpu_affinity"])
 
 
 @pytest.fixture(scope="session")
 def slurm(test_hosts):
-  """A real Slurm on lh1 and lh2 of the test hosts (tools/testslurm.py):
-  munged on each, slurmctld on lh1, slurmd on each; sbatch, srun, scancel
-  and scontrol run inside lh1. Stopped at the end of the session, before
-  the hosts go."""
+  """A real Slurm on the three test hosts (tools/testslurm.py): munged on
+  each, slurmctld on lh1, slurmd on each; sbatch, srun, scancel and
+  scontrol run inside lh1. The jobs take lh1 and lh2 (slurmjobs.submit);
+  lh3 is the node free for a job that requeues itself without a lost one.
+  Stopped at the end of the session, before the hosts go."""
   from tools import testslurm
-  with testslurm.Slurm(test_hosts, nodes=2) as cluster:
+  with testslurm.Slurm(test_hosts) as cluster:
     yield cluster

@@ -4,7 +4,7 @@
         [--batch_size=64] [--seed=1234]
     horovodrun -np 2 python tools/bare_loop.py --horovod --max_steps=300 ...
 
-The same model (legacy_hvd/model.py), optimizer (Adam, lr 0.001) and data as
+The same model (legacy_hvd/model/cnn.py), optimizer (Adam, lr 0.001) and data as
 `legacy_hvd.train` at np=1, fed by the simplest pipeline a user would write
 (`from_tensor_slices -> shuffle -> repeat -> batch -> normalize -> prefetch`)
 and run by `while step < max_steps: session.run(train_op)` in a default
@@ -15,7 +15,7 @@ the trainers (one JSON line per step: step, time) and nothing else.
 
 --horovod is the limit with Horovod (the `bare-np2`, `bare-np4` cases): the
 same loop plus only what Horovod needs, each rank placed on its cores as the
-trainer places it (legacy_hvd/devices.py), its own shard of the data, the
+trainer places it (legacy_hvd/runtime/devices.py), its own shard of the data, the
 optimizer wrapped in hvd.DistributedOptimizer, rank 0's initial variables
 broadcast; rank 0 writes the step log. The gap between it and the trainer
 at the same np is the trainer's own; the gap between it and `bare` is
@@ -28,10 +28,10 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from legacy_hvd import model
-from legacy_hvd import optimizers
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import pipeline
+from legacy_hvd.model import cnn
+from legacy_hvd.model import optimizers
 
 BASE_LR = 0.001   # the trainer's default --lr, scaled by 1 worker
 
@@ -55,15 +55,18 @@ def main(argv=None):
   if args.horovod:
     # pylint: disable=import-outside-toplevel
     import horovod.tensorflow as hvd
-    from legacy_hvd import devices
-    from legacy_hvd import placement
-    from legacy_hvd.config import Config
-    from legacy_hvd.world import Ranks
+    from legacy_hvd.runtime import devices
+    from legacy_hvd.runtime import placement
+    from legacy_hvd.common.config import Config
+    from legacy_hvd.runtime.world import Ranks
     own_threads = placement.threads()   # the trainer's placement: Horovod's
     hvd.init()                          # threads stay free
     ranks = Ranks.of(hvd)
     rank, size = ranks.rank, ranks.size
-    session_config = devices.place_graph_rank(Config(), ranks, own_threads)
+    session_config = tf.ConfigProto()   # the trainer's: its GPU, cores
+    session_config.gpu_options.allow_growth = True
+    session_config.gpu_options.visible_device_list = str(ranks.local_rank)
+    devices.place_graph_rank(Config(), ranks, session_config, own_threads)
   images = tf.placeholder(tf.uint8, data.train_images.shape)
   labels = tf.placeholder(tf.int32, data.train_labels.shape)
   dataset = (tf.data.Dataset.from_tensor_slices((images, labels))
@@ -75,9 +78,9 @@ def main(argv=None):
   iterator = tf.data.make_initializable_iterator(dataset)
   batch_images, batch_labels = iterator.get_next()
   global_step = tf.train.get_or_create_global_step()
-  params = model.create_variables(args.seed)
-  loss, _ = model.loss_and_accuracy(model.forward(batch_images, params),
-                                    batch_labels)
+  params = cnn.create_variables(args.seed)
+  loss, _ = cnn.loss_and_accuracy(cnn.forward(batch_images, params),
+                                  batch_labels)
   optimizer = optimizers.v1("adam", BASE_LR * size)
   if args.horovod:
     optimizer = hvd.DistributedOptimizer(optimizer)

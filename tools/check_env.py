@@ -74,7 +74,7 @@ def check_prerequisites(controller, tf_version):
 def check_stack(controller):
   try:
     import tensorflow as tf
-    from legacy_hvd import compat
+    from legacy_hvd.common import compat
   except ImportError as e:
     fail(f"TensorFlow does not import: {e}")
   try:

@@ -30,7 +30,7 @@ steps (and at the end), across its ranks, and the report adds
 
 --migrate FROM:TO trains FROM (tf1 or an --impls name) to --migrate_at,
 continues its model directory with TO (which converts the checkpoint,
-legacy_hvd/migration.py) to --steps, and compares that run with the
+legacy_hvd/checkpoints/migration.py) to --steps, and compares that run with the
 uninterrupted tf1 one (run_migration).
 
 The runs themselves stay in DIR/<path>/ (checkpoints, results.json,
@@ -195,7 +195,7 @@ def run_path(name, module, extra, args, python=sys.executable):
            f"--intra_op_threads={args.threads}",
            f"--inter_op_threads={args.threads}", *held_out_flags(args),
            *extra, *args.trainer_flags]
-  command = [stacks.horovodrun(python), "-np", str(args.np), "-H",
+  command = [stacks.horovodrun(python), "--gloo", "-np", str(args.np), "-H",
              f"localhost:{args.np}", python, "-m", module, *flags]
   env = dict(os.environ)
   if args.onednn == "off":
@@ -245,11 +245,11 @@ def read_steps(path):
 
 def final_weights(run_dir, tf2):
   import tensorflow as tf
-  from legacy_hvd import model
+  from legacy_hvd.model import cnn
   reader = tf.train.load_checkpoint(run_dir)
   key = ((lambda n: n.replace("/", "_") + "/.ATTRIBUTES/VARIABLE_VALUE")
          if tf2 else (lambda n: n))
-  return {name: reader.get_tensor(key(name)) for name in model.PARAM_SHAPES}
+  return {name: reader.get_tensor(key(name)) for name in cnn.PARAM_SHAPES}
 
 
 def compare(reference, other, tolerance):

@@ -77,7 +77,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from legacy_hvd import model  # noqa: E402
+from legacy_hvd.model import cnn  # noqa: E402
 
 FLOAT32_BYTES = 4
 PAYLOAD_SHARE = 1448.0 / 1514   # TCP payload per byte tc counts
@@ -111,7 +111,7 @@ DEFAULT_SPEED = "full"
 def gradient_bytes():
   """{variable: bytes of its float32 gradient}, from the model's shapes."""
   return {name: FLOAT32_BYTES * _product(shape)
-          for name, shape in model.PARAM_SHAPES.items()}
+          for name, shape in cnn.PARAM_SHAPES.items()}
 
 
 def _product(shape):

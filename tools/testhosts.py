@@ -69,6 +69,8 @@ SSHD = "/usr/sbin/sshd"
 SSH_PACKAGE = "openssh-server"
 POLICY_RC_D = "/usr/sbin/policy-rc.d"
 READY_SECONDS = 20              # for a namespace or an sshd to come up
+APT_LOCK_SECONDS = 300          # apt-get waits this long for dpkg's lock
+APT_TRIES = 3
 # tbf's bucket: what passes at full speed after an idle moment. Small, like
 # a switch port's buffer: a 128 KB bucket let a third of each step's
 # gradients (330 KB) through unshaped. max(16 KB, 0.25 ms of the rate):
@@ -122,31 +124,50 @@ def ensure_prerequisites():
     if not shutil.which(tool):
       raise HarnessError("{} is missing; install iproute2, util-linux and "
                          "openssh-client".format(tool))
-  if os.path.exists(SSHD):
+  # The package would start the machine's own sshd on its real interfaces.
+  install_packages([SSH_PACKAGE], [SSHD], "testhosts")
+
+
+def install_packages(packages, binaries, program):
+  """Debian's `packages`, installed with apt-get unless every one of
+  `binaries` exists, without starting their services on the machine:
+  Debian's policy-rc.d (exit 101: "do not start services") forbids it.
+  apt-get waits for another apt or dpkg holding its lock (one starting
+  with the machine, say), and is tried APT_TRIES times; HarnessError with
+  apt-get's own last line if the binaries are still missing."""
+  if all(os.path.exists(b) for b in binaries):
     return
   if not shutil.which("apt-get"):
-    raise HarnessError("{} is missing; install {}".format(SSHD, SSH_PACKAGE))
-  print("testhosts: installing {} with apt-get".format(SSH_PACKAGE),
+    raise HarnessError("{} missing; install {}".format(
+        ", ".join(binaries), " ".join(packages)))
+  print("{}: installing {} with apt-get".format(program, " ".join(packages)),
         file=sys.stderr, flush=True)
-  _sh(["apt-get", "update", "-qq"], check=False)
   env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-  # The package would start the machine's own sshd on its real interfaces;
-  # Debian's policy-rc.d (exit 101: "do not start services") prevents it.
+  wait = ["-o", "DPkg::Lock::Timeout={}".format(APT_LOCK_SECONDS)]
   own_policy = not os.path.exists(POLICY_RC_D)
   if own_policy:
     with open(POLICY_RC_D, "w") as f:
-      f.write("#!/bin/sh\n# tools/testhosts.py, while installing sshd\n"
-              "exit 101\n")
+      f.write("#!/bin/sh\n# tools/{}.py, while installing {}\nexit 101\n"
+              .format(program, " ".join(packages)))
     os.chmod(POLICY_RC_D, 0o755)
   try:
-    process = _sh(["apt-get", "install", "-y", "-qq", SSH_PACKAGE],
-                  check=False, env=env)
+    for _ in range(APT_TRIES):
+      _sh(["apt-get", *wait, "update", "-qq"], check=False)
+      process = _sh(["apt-get", *wait, "install", "-y", "-qq",
+                     "--no-install-recommends", *packages],
+                    check=False, env=env)
+      if not process.returncode and all(os.path.exists(b) for b in binaries):
+        return
+      time.sleep(5)
   finally:
     if own_policy:
       os.remove(POLICY_RC_D)
-  if process.returncode or not os.path.exists(SSHD):
-    raise HarnessError("installing {} failed; run: apt-get install {}".format(
-        SSH_PACKAGE, SSH_PACKAGE))
+  said = (process.stderr.strip() or process.stdout.strip()).splitlines()
+  raise HarnessError("installing {} failed ({}); run: apt-get install {}"
+                     .format(" ".join(packages),
+                             said[-1] if said else
+                             "exit {}".format(process.returncode),
+                             " ".join(packages)))
 
 
 class Host:

@@ -100,34 +100,8 @@ CGROUP_CONF = "CgroupPlugin=cgroup/v1\n"
 def ensure_packages():
   """Slurm and munge, installed with apt-get when missing (no daemon is
   started on the machine itself)."""
-  if all(os.path.exists(b) for b in BINARIES):
-    return
-  if not shutil.which("apt-get"):
-    raise testhosts.HarnessError("Slurm is missing; install {}".format(
-        " ".join(PACKAGES)))
-  print("testslurm: installing {} with apt-get".format(" ".join(PACKAGES)),
-        file=sys.stderr, flush=True)
-  testhosts._sh(["apt-get", "update", "-qq"], check=False)
-  env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-  # The packages would start munged, slurmctld and slurmd on the machine;
-  # Debian's policy-rc.d (exit 101: "do not start services") prevents it.
-  own_policy = not os.path.exists(testhosts.POLICY_RC_D)
-  if own_policy:
-    with open(testhosts.POLICY_RC_D, "w") as f:
-      f.write("#!/bin/sh\n# tools/testslurm.py, while installing Slurm\n"
-              "exit 101\n")
-    os.chmod(testhosts.POLICY_RC_D, 0o755)
-  try:
-    process = testhosts._sh(
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-         *PACKAGES], check=False, env=env)
-  finally:
-    if own_policy:
-      os.remove(testhosts.POLICY_RC_D)
-  if process.returncode or not all(os.path.exists(b) for b in BINARIES):
-    raise testhosts.HarnessError(
-        "installing Slurm failed; run: apt-get install {}".format(
-            " ".join(PACKAGES)))
+  # The packages would start munged, slurmctld and slurmd on the machine.
+  testhosts.install_packages(PACKAGES, BINARIES, "testslurm")
 
 
 class Slurm(testhosts.UpDown):

@@ -6,7 +6,7 @@ checks its checksum and extracts it atomically; then train with
 """
 from absl import flags
 
-from legacy_hvd import cli
+from legacy_hvd.common import cli
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import download
 

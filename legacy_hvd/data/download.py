@@ -16,7 +16,7 @@ import tempfile
 import urllib.error
 import urllib.request
 
-from legacy_hvd import compat
+from legacy_hvd.common import compat
 from legacy_hvd.data import cifar10
 
 # The archive Keras downloads, and the md5 its publisher lists for it.

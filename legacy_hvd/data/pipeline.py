@@ -18,7 +18,7 @@ imports Horovod.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from legacy_hvd import compat
+from legacy_hvd.common import compat
 
 # Per-channel mean and standard deviation of the CIFAR-10 training pixels,
 # on the 0..255 scale: normalization makes each channel ~zero-mean, unit-var.

@@ -1,0 +1,358 @@
+"""Resuming a model directory that another trainer wrote: the one mapping.
+
+    checks = job_faults.model_dir_checks(model_dir, shapes, optimizer, migrate)
+    migrate = lambda: to_tf1(model_dir, "adam", rate_of)    # TF1 jobs, rank 0
+    migrate = lambda: check(model_dir, "adam", TF2)         # TF2 trainers
+    to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of)  # restore
+
+`rate_of(step)` is the run's schedule.learning_rate of an int64 step
+(float32 scalar tensor). Four checkpoint flavours hold the same state under
+different keys and, for two optimizers, in different conventions:
+
+  tf1       legacy_hvd.train(_estimator): name-based, tf.compat.v1.train
+            slots (conv1/weights/Adam, .../Adam_1, .../Momentum),
+            beta1_power and beta2_power, global_step
+  v1        train_tf2 --optimizer_impl=v1: object-based, the same
+            optimizer (slots m, v, momentum; optimizer/beta1_power)
+  keras-v2  train_keras, and train_tf2 --optimizer_impl=keras on TF 1.15:
+            Keras OptimizerV2 slots m, v, momentum; iterations = the step
+  keras     train_tf2 --optimizer_impl=keras on TF >= 2.11: the new Keras
+            optimizer (optimizer/_variables/N, named Adam/m/conv1/weights)
+
+Weights, Adam's m and v, the global step, and with it the learning rate and
+the data position (every trainer derives both from the step), carry over
+exactly. Two things cannot:
+  - Adam's beta^t: v1 keeps running float32 products, Keras computes pow(beta,
+    t) from its step; the products become the step (or the reverse) and the
+    first updates after the move differ in the last bits.
+  - Momentum: v1 keeps sum(momentum^k x gradient) and multiplies by the rate
+    when applying; Keras folds the rate into its velocity. The velocity is
+    -rate x accumulator at the step of the move: exact only if the rate was
+    constant over the accumulated steps (not in warm-up).
+Converting on resume (rank 0, before training) rather than by a separate
+command: the user changes the command, not the directory, and the job that
+refuses does so before it writes anything. The converted checkpoint is
+written beside the old ones (which stay, for the way back) and becomes the
+newest; later resumes are the trainer's own.
+
+What cannot be converted raises cli.UserError before anything is written: a
+checkpoint of another model or shape, of another optimizer than --optimizer,
+or one that does not read completely (damaged, half-written).
+"""
+import dataclasses
+import os
+
+from absl import logging
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from legacy_hvd.checkpoints import resume
+from legacy_hvd.common import cli
+from legacy_hvd.common import compat
+from legacy_hvd.model import cnn
+from legacy_hvd.runtime import devices
+
+TF1, TF2 = "tf1", "tf2"   # the two checkpoint formats a trainer writes
+KERAS = ("keras-v2", "keras")
+SLOTS = {"adam": ("m", "v"), "momentum": ("momentum",), "sgd": ()}
+_TF1_SLOT = {"m": "Adam", "v": "Adam_1", "momentum": "Momentum"}
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+# Adam's decay rates: both implementations' defaults, which optimizers.py keeps.
+ADAM_BETA1 = 0.9
+ADAM_BETA2 = 0.999
+
+
+@dataclasses.dataclass
+class State:
+  """A checkpoint's training state, by cnn.PARAM_SHAPES names."""
+  path: str
+  flavour: str            # tf1, v1, keras-v2, keras
+  optimizer: str          # adam, momentum, sgd (--optimizer's names)
+  step: int
+  weights: dict           # name -> float32 array
+  slots: dict             # "m"/"v"/"momentum" -> {name: array}, as stored
+  beta_powers: tuple      # v1's (beta1^(step+1), beta2^(step+1)), or None
+
+
+def newest(model_dir):
+  """The newest checkpoint named in model_dir's state file, or None."""
+  try:
+    return tf.train.latest_checkpoint(model_dir)
+  except Exception:  # pylint: disable=broad-except
+    return None      # resume.prepare_resume says what is wrong
+
+
+def read(path, complete=True):
+  """The State of checkpoint `path`; cli.UserError if it cannot be one of
+  this model's. complete: read every tensor (the bundle checks each CRC);
+  else only the names and shapes (the State then holds no values)."""
+  where = os.path.basename(path)
+  try:
+    reader = tf.train.load_checkpoint(path)
+    shapes = reader.get_variable_to_shape_map()
+    keys = _keys(reader, shapes)
+    for name, shape in cnn.PARAM_SHAPES.items():
+      key = keys.weights.get(name)
+      if key is None or tuple(shapes[key]) != tuple(shape):
+        found = (f"has {name} {list(shapes[key])}" if key
+                 else f"lacks {name}")
+        raise cli.UserError(
+            f"{where} is a checkpoint of a different model ({found}, "
+            f"expected {list(shape)}); use a new --model_dir")
+    optimizer = next((name for name, needs in SLOTS.items()
+                      if needs and set(needs) <= set(keys.slots)), "sgd")
+    values = {key: reader.get_tensor(key) for key in shapes} if complete else {}
+  except (tf.errors.OpError, ValueError) as e:
+    raise cli.UserError(
+        f"{path}: damaged or half-written checkpoint "
+        f"({resume.first_line(e)}); expected one that reads completely "
+        "(move it away to resume from the one before)") from None
+  if not complete:
+    return State(path, keys.flavour, optimizer, None, {}, {}, None)
+  return State(
+      path, keys.flavour, optimizer, int(values[keys.step]),
+      {name: values[key] for name, key in keys.weights.items()},
+      {slot: {name: values[key] for name, key in by_name.items()}
+       for slot, by_name in keys.slots.items()},
+      tuple(float(values[k]) for k in keys.beta_powers)
+      if keys.beta_powers else None)
+
+
+@dataclasses.dataclass
+class _Keys:
+  flavour: str
+  step: str
+  weights: dict
+  slots: dict
+  beta_powers: tuple
+
+
+def _keys(reader, shapes):
+  """Where each part of the state is in this checkpoint's flavour."""
+  names = cnn.PARAM_SHAPES
+  if _OBJECT_GRAPH not in shapes:   # name-based: the TF1 jobs
+    slots = {slot: {n: f"{n}/{suffix}" for n in names
+                    if f"{n}/{suffix}" in shapes}
+             for slot, suffix in _TF1_SLOT.items()}
+    return _Keys(TF1, "global_step", {n: n for n in names if n in shapes},
+                 {s: by_name for s, by_name in slots.items() if by_name},
+                 _present(shapes, "beta1_power", "beta2_power"))
+  weights = {n: resume.tf2_key(n) for n in names
+             if resume.tf2_key(n) in shapes}
+  if any(k.startswith("optimizer/_variables/") for k in shapes):
+    # The new Keras optimizer numbers its slots; the object graph names
+    # them [Adam/]m/conv1/weights (the prefix is the name scope they were
+    # made in). SGD's momentum is its only slot, "m" too.
+    slots = {}
+    for full_name, key in _object_graph_names(reader):
+      parts = full_name.split("/")
+      if key.startswith("optimizer/_variables/") and len(parts) >= 3:
+        slots.setdefault(parts[-3], {})["/".join(parts[-2:])] = key
+    if set(slots) == {"m"}:
+      slots = {"momentum": slots["m"]}
+    return _Keys("keras", _STEP_KEY, weights, slots, None)
+  slots = {}
+  for n in names:
+    for slot in ("m", "v", "momentum"):
+      key = (f"{resume.tf2_attribute(n)}/.OPTIMIZER_SLOT/optimizer/"
+             f"{slot}/.ATTRIBUTES/VARIABLE_VALUE")
+      if key in shapes:
+        slots.setdefault(slot, {})[n] = key
+  keras_v2 = "optimizer/decay/.ATTRIBUTES/VARIABLE_VALUE" in shapes
+  betas = None if keras_v2 else _present(
+      shapes, "optimizer/beta1_power/.ATTRIBUTES/VARIABLE_VALUE",
+      "optimizer/beta2_power/.ATTRIBUTES/VARIABLE_VALUE")
+  return _Keys("keras-v2" if keras_v2 else "v1", _STEP_KEY, weights, slots,
+               betas)
+
+
+def _present(shapes, *keys):
+  return keys if all(k in shapes for k in keys) else None
+
+
+def _object_graph_names(reader):
+  """(full name, checkpoint key) of every value in a TF2 checkpoint."""
+  from tensorflow.core.protobuf import trackable_object_graph_pb2  # pylint: disable=import-outside-toplevel
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
+  return [(a.full_name, a.checkpoint_key)
+          for node in graph.nodes for a in node.attributes]
+
+
+def check(model_dir, optimizer, target_format):
+  """Rank 0, before training: cli.UserError unless the newest checkpoint
+  can resume a trainer writing `target_format` with --optimizer=`optimizer`.
+  Its State (read completely: verified) if it is the other format's, and
+  the caller skips resume.prepare_resume, which knows its own format
+  only; else False."""
+  path = newest(model_dir)
+  if path is None:
+    return False
+  on_disk = _format_on_disk(path)
+  if on_disk is None:
+    # Unreadable: the trainer's own format falls back to the checkpoint
+    # before (resume.prepare_resume); another format's is refused.
+    if _format_of_others(model_dir, path) in (None, target_format):
+      return False
+    read(path)   # raises: damaged or half-written
+  foreign = on_disk != target_format
+  try:
+    state = read(path, complete=foreign)
+  except cli.UserError:
+    if foreign:
+      raise
+    return False   # its own format: prepare_resume falls back or says so
+  if state.optimizer != optimizer:
+    raise cli.UserError(
+        f"--optimizer={optimizer}: {os.path.basename(path)} in "
+        f"--model_dir={model_dir} was trained with --optimizer="
+        f"{state.optimizer}; expected that flag, or a new --model_dir")
+  return state if foreign else False
+
+
+def _format_on_disk(path):
+  try:
+    shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+  except (tf.errors.OpError, ValueError):
+    return None
+  return TF2 if _OBJECT_GRAPH in shapes else TF1
+
+
+def _format_of_others(model_dir, path):
+  """The format of the newest readable checkpoint before `path`, or None."""
+  state = tf.train.get_checkpoint_state(model_dir)
+  others = [p for p in state.all_model_checkpoint_paths if p != path]
+  formats = [f for f in map(_format_on_disk, reversed(others)) if f]
+  return formats[0] if formats else None
+
+
+def to_tf1(model_dir, optimizer, rate_of):
+  """Rank 0 of a TF1 job, before its session: check(); a TF2 checkpoint
+  becomes model.ckpt-<step> (name-based), the newest. True if converted."""
+  state = check(model_dir, optimizer, TF1)
+  if not state:
+    return False
+  values = {name: state.weights[name] for name in cnn.PARAM_SHAPES}
+  with tf.Graph().as_default(), tf.Session(
+      config=devices.session_config()) as session:
+    rate = session.run(rate_of(tf.constant(state.step, tf.int64)))
+    for slot, by_name in _slots_as(state, TF1, rate).items():
+      values.update({f"{n}/{_TF1_SLOT[slot]}": v for n, v in by_name.items()})
+    betas = _beta_powers(state)
+    if betas:
+      values.update(beta1_power=betas[0], beta2_power=betas[1])
+    variables = {key: tf.Variable(value, name=key.replace("/", "_"))
+                 for key, value in values.items()}
+    variables["global_step"] = tf.Variable(state.step, dtype=tf.int64)
+    session.run(tf.global_variables_initializer())
+    prefix = tf.train.Saver(variables).save(
+        session, os.path.join(model_dir, "model.ckpt"),
+        global_step=state.step, write_meta_graph=False, write_state=False)
+  _make_newest(model_dir, prefix)
+  _log(state, "tf1", prefix)
+  return True
+
+
+def to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of):
+  """Rank 0 of a TF2 trainer, before restoring: if the newest checkpoint is
+  another flavour's (startup checked it), fills `checkpoint`'s objects
+  (its step, optimizer, params by name) from it and writes them as
+  ckpt-<step>, the newest. True if converted."""
+  path = newest(model_dir)
+  if path is None or _format_on_disk(path) is None:
+    return False
+  target = flavour_of(optimizer)
+  state = read(path)
+  if state.flavour == target:
+    return False
+  variables = list(params.values())
+  step.assign(state.step)
+  rate = float(rate_of(tf.constant(state.step, tf.int64)))
+  slots = _slots_as(state, target, rate)
+  for name, variable in params.items():
+    variable.assign(state.weights[name])
+  for slot, by_name in slots.items():
+    for name, value in by_name.items():
+      _slot_of(optimizer, target, params[name], slot, variables).assign(value)
+  if target == "v1" and state.optimizer == "adam":
+    for accumulator, value in zip(optimizer._get_beta_accumulators(),  # pylint: disable=protected-access
+                                  _beta_powers(state)):
+      accumulator.assign(value)
+  if target in KERAS:
+    optimizer.iterations.assign(state.step)
+  prefix = checkpoint.write(os.path.join(model_dir, f"ckpt-{state.step}"))
+  _make_newest(model_dir, prefix)
+  _log(state, target, prefix)
+  return True
+
+
+def flavour_of(optimizer):
+  """The flavour a live TF2 optimizer writes."""
+  if isinstance(optimizer, tf.train.Optimizer):
+    return "v1"
+  # The new Keras optimizer (TF >= 2.11) has no slots by name.
+  return "keras-v2" if hasattr(optimizer, "get_slot") else "keras"
+
+
+def _slot_of(optimizer, flavour, variable, slot, variables):
+  """The live slot variable, created first if need be."""
+  if flavour == "v1":
+    if optimizer.get_slot(variable, slot) is None:
+      optimizer._create_slots(variables)  # pylint: disable=protected-access
+    return optimizer.get_slot(variable, slot)
+  if flavour == "keras-v2":
+    compat.create_keras_optimizer_slots(optimizer, variables)
+    return optimizer.get_slot(variable, slot)
+  optimizer.build(variables)
+  index = optimizer._index_dict[optimizer._var_key(variable)]  # pylint: disable=protected-access
+  if slot == "momentum":
+    return optimizer.momentums[index]
+  return (optimizer._momentums if slot == "m"  # pylint: disable=protected-access
+          else optimizer._velocities)[index]  # pylint: disable=protected-access
+
+
+def _slots_as(state, target, rate):
+  """The slots in `target`'s convention: momentum is v1's accumulator
+  (update = rate x accumulator) or Keras's velocity (update = -velocity)."""
+  slots = dict(state.slots)
+  if "momentum" in slots and (state.flavour in KERAS) != (target in KERAS):
+    factor = -rate if target in KERAS else -1.0 / rate
+    slots["momentum"] = {n: (v * np.float32(factor)).astype(np.float32)
+                         for n, v in slots["momentum"].items()}
+  return slots
+
+
+def _beta_powers(state):
+  """v1's (beta1^(step+1), beta2^(step+1)): the stored running products,
+  or computed from a Keras step."""
+  if state.optimizer != "adam":
+    return None
+  if state.beta_powers:
+    return state.beta_powers
+  t = state.step + 1
+  return tuple(float(np.float32(beta) ** np.float32(t))
+               for beta in (ADAM_BETA1, ADAM_BETA2))
+
+
+def _make_newest(model_dir, prefix):
+  # Only the converted checkpoint is listed: a CheckpointManager sweeps the
+  # listed ones it does not keep, and the old ones are the way back.
+  tf.train.update_checkpoint_state(model_dir, prefix,
+                                   all_model_checkpoint_paths=[prefix])
+
+
+def _log(state, target, prefix):
+  inexact = []
+  if state.optimizer == "adam" and (state.flavour in KERAS) != (target in KERAS):
+    inexact.append("Adam's beta^t recomputed from the step (last-bit "
+                   "differences in the next updates)")
+  if (state.optimizer == "momentum"
+      and (state.flavour in KERAS) != (target in KERAS)):
+    inexact.append("momentum rescaled by the step's learning rate (exact "
+                   "only if the rate was constant before it)")
+  logging.info("Converted %s (%s checkpoint, %s, step %d) to %s (%s): "
+               "weights, optimizer state, step%s", os.path.basename(state.path),
+               state.flavour, state.optimizer, state.step,
+               os.path.basename(prefix), target,
+               "; not exact: " + "; ".join(inexact) if inexact else "")

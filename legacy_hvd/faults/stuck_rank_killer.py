@@ -1,0 +1,75 @@
+"""A rank's keeper: a small process beside it that can end it when it is
+stuck.
+
+    python -m legacy_hvd.faults.stuck_rank_killer RANK_PID ALIVE_FD LISTEN_FD < TOKEN
+    # started by peers.Roster.listen(); never by hand
+
+A rank that is stopped (SIGSTOP), or wedged in the kernel, runs no code of
+its own, so nothing inside it can end it; and on another host than the
+launcher nothing else will (horovodrun ends a remote rank's ssh, not the
+rank). Its keeper, a separate process on the same host, listens on
+LISTEN_FD (a socket the rank made and published in its roster row) and,
+when a surviving rank sends END followed by TOKEN (read from stdin: a
+command line is readable by every user of the host), kills the rank with
+SIGKILL (which ends a stopped process too) and exits. It exits by itself
+when the rank ends: ALIVE_FD is the read end of a pipe whose only write end
+the rank holds, so it reads end-of-file then, however the rank ended.
+
+Standard library only (it must start fast and small, beside every rank);
+Python 3.7-compatible.
+"""
+import os
+import select
+import signal
+import socket
+import sys
+
+END = b"K"            # a survivor's "end your rank", followed by the token
+ENDED = b"k"          # the keeper's answer once the rank is killed
+READ_SECONDS = 3.0    # for a request's bytes once connected
+
+
+def serve(rank_pid, alive_fd, listener, token):
+  """Until the rank ends, or a request with `token` ends it."""
+  request = END + token.encode()
+  while True:
+    readable, _, _ = select.select([alive_fd, listener], [], [])
+    if alive_fd in readable:   # end-of-file: the rank has ended
+      return
+    try:
+      connection, _ = listener.accept()
+    except OSError:
+      continue
+    with connection:
+      connection.settimeout(READ_SECONDS)
+      try:
+        received = b""
+        while len(received) < len(request):
+          chunk = connection.recv(len(request) - len(received))
+          if not chunk:
+            break
+          received += chunk
+        if received != request:
+          continue
+        os.kill(rank_pid, signal.SIGKILL)
+        connection.sendall(ENDED)
+      except OSError:
+        continue
+    return
+
+
+def main(argv):
+  rank_pid, alive_fd, listen_fd = (int(a) for a in argv[1:4])
+  token = sys.stdin.readline().strip()
+  # The job's stop signals are the rank's to handle: horovodrun's SIGTERM
+  # to a local rank's process group must not end the keeper first.
+  for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, signal.SIG_IGN)
+  if os.getppid() != rank_pid:   # the rank ended before the keeper started
+    return
+  listener = socket.socket(fileno=listen_fd)
+  serve(rank_pid, alive_fd, listener, token)
+
+
+if __name__ == "__main__":
+  main(sys.argv)

@@ -1,0 +1,73 @@
+"""The processes a run left behind, found on each host by the mark its
+launcher put in their environment.
+
+    env = dict(os.environ, **leftovers.mark(run_id, round_number))
+    ... the round's ranks run with env (horovodrun or srun passes it on) ...
+    left = leftovers.wait_gone(run_id, hosts, command_on, seconds)
+    # {host: ["1234 python -m legacy_hvd.train ...", ...]}: still there
+
+A relaunch (the supervisor's, or a requeued Slurm job's) starts only once
+the ranks of the rounds before it, and every process they started, are
+gone: on a GPU node a rank still exiting holds its GPU's memory, and a
+rank still running writes beside the new ones. Every process of a round
+inherits the mark (LEGACY_HVD_ROUND=<run>.<round>), so one `grep` over
+/proc/*/environ on each host finds them, over ssh or srun; the check
+itself carries no mark. No Horovod, no TensorFlow; Python 3.7-compatible.
+"""
+import re
+import subprocess
+import time
+
+VARIABLE = "LEGACY_HVD_ROUND"
+POLL_SECONDS = 1.0
+# Each marked process as "PID COMMAND LINE" (its first 100 characters).
+_SCRIPT = (
+    "for f in $(grep -lsxzE '{variable}={run}[.][0-9]+' /proc/[0-9]*/environ); "
+    "do p=${{f%/environ}}; echo \"${{p#/proc/}} $(tr '\\0' ' ' < $p/cmdline "
+    "2>/dev/null | cut -c1-100)\"; done")
+
+
+def mark(run_id, round_number):
+  """The environment variable every process of this round carries."""
+  return {VARIABLE: "{}.{}".format(run_id, round_number)}
+
+
+def script(run_id):
+  """The shell command that lists run_id's marked processes on a host."""
+  return _SCRIPT.format(variable=VARIABLE, run=re.escape(str(run_id)))
+
+
+def marked_on(run_id, hosts, command_on):
+  """{host: [process lines]} of the hosts where some remain.
+  command_on(host, shell_command) -> argv that runs it on that host; a
+  host that does not answer is left out (nothing can be said of it)."""
+  found = {}
+  for host in hosts:
+    try:
+      out = subprocess.run(command_on(host, script(run_id)),
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           universal_newlines=True, timeout=30).stdout
+    except subprocess.TimeoutExpired:
+      continue
+    processes = [line for line in out.splitlines() if line.strip()]
+    if processes:
+      found[host] = processes
+  return found
+
+
+def wait_gone(run_id, hosts, command_on, seconds):
+  """Waits up to `seconds` until no host holds a marked process of
+  `run_id`; {host: [process lines]} of what is still there (empty: all
+  gone)."""
+  deadline = time.monotonic() + seconds
+  while True:
+    left = marked_on(run_id, hosts, command_on)
+    if not left or time.monotonic() >= deadline:
+      return left
+    time.sleep(POLL_SECONDS)
+
+
+def describe(left):
+  """{host: [process lines]} -> "lh2: 1234 python -m ...; 1240 ..."."""
+  return "; ".join("{}: {}".format(host, ", ".join(processes))
+                   for host, processes in left.items())

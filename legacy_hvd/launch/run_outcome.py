@@ -1,0 +1,179 @@
+"""How one run of a trainer (a horovodrun, or an srun step) ended, read from
+what its ranks wrote.
+
+    code, lines = run_outcome.run_reading(argv, started)   # output passed
+                                         # through, every line read
+    lines = run_outcome.Lines()          # or given every line the job prints
+    lines.add(text)
+    mark = run_outcome.results_mark(model_dir)          # before the launch
+    outcome = lines.outcome(code, model_dir, mark)      # after it
+    outcome.kind      # TRAINED, LOST, FAILED or OTHER
+    outcome.what      # what the ranks said was lost ("host lh2 (...)")
+    outcome.dropped   # {host: why}: hosts a relaunch leaves out
+    outcome.line      # the ranks' one line about it
+    run_outcome.record_restarts(model_dir, restarts)    # into results.json
+
+horovodrun's own exit code cannot be trusted after a stopped rank (it can
+read 0), so a run is judged as the docs say: it trained if rank 0 wrote
+results.json during it; otherwise the first surviving rank's one line
+(legacy_hvd/training/job_faults.py, report_lost_peers) says what was lost:
+  "lost host lh2 (rank 1: process ended); ...; relaunch on ... (-H ...)"
+  "rank 0 on host lh1 failed (see its error); the job stops. ..."
+The first is a lost or stuck host: a relaunch may succeed. The second is a
+rank's own error: relaunching would meet it again. No Horovod, no
+TensorFlow (the launcher side); Python 3.7-compatible.
+"""
+import os
+import re
+import subprocess
+import sys
+import threading
+
+from legacy_hvd.common import cli
+from legacy_hvd.common import json_files
+
+TRAINED, LOST, FAILED, OTHER = "trained", "lost", "failed", "other"
+RESULTS_FILE = "results.json"   # rank 0's, at the end of a run (results.py)
+# The survivors' lines (job_faults.report_lost_peers), after horovodrun's
+# "[rank]<stderr>:" and the trainer's "program: error: [on host: ]".
+_LOST = re.compile(r": error: (?:on \S+: )?lost (.*?); the job stops\.")
+_FAILED = re.compile(r": error: (?:on \S+: )?(.*?) \(see its error\); the "
+                     r"job stops\.")
+# Items of the lost line (peers.Roster.describe), "; "-separated.
+_WHOLE_HOST = re.compile(r"^host (\S+) \(ranks? [\d, ]+: (.*)\)$")
+_PART_OF_HOST = re.compile(r"^ranks? [\d, ]+ of \d+ on host (\S+) \((.*)\)$")
+# A rank of a host that is otherwise up, lost this way: its host is left
+# out too (a stopped or wedged rank says nothing good of its host, as
+# Elastic Horovod blacklists a host whose worker failed). A rank whose
+# process merely ended died of the loss: its host keeps its slots, as the
+# ranks' own suggested -H says.
+_HOST_SUSPECT = ("not answering", "host unreachable")
+# A launcher's tag before a rank's line: horovodrun's "[1]<stderr>:", srun
+# --label's "1: ".
+_RANK_TAG = re.compile(r"^(?:\[\d+\]<std(?:out|err)>:|\d+: )")
+RELAY_SECONDS = 10   # for the output's last lines once the launcher ended
+
+
+def run_reading(argv, started=None, **popen_kwargs):
+  """Runs `argv` (horovodrun or srun) to its end, its stdout and stderr
+  passed through to ours and every line read; (its exit code, the Lines).
+  started(process): called once it runs (a signal handler forwards to
+  it)."""
+  lines = Lines()
+  process = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, **popen_kwargs)
+  if started is not None:
+    started(process)
+  relays = [threading.Thread(target=_relay, args=(stream, to, lines),
+                             daemon=True)
+            for stream, to in ((process.stdout, sys.stdout),
+                               (process.stderr, sys.stderr))]
+  for relay in relays:
+    relay.start()
+  code = process.wait()
+  for relay in relays:
+    # A rank the launcher could not end would hold the pipe open forever.
+    relay.join(RELAY_SECONDS)
+  return code, lines
+
+
+def _relay(stream, to, lines):
+  for raw in iter(stream.readline, b""):
+    text = raw.decode("utf-8", "replace")
+    lines.add(text)
+    to.write(text)
+    to.flush()
+
+
+class Outcome(object):
+
+  def __init__(self, kind, code, line=None, what=None, dropped=None):
+    self.kind = kind
+    self.code = code          # horovodrun's exit code
+    self.line = line          # the ranks' line, without horovodrun's prefix
+    self.what = what          # the lost line's "host lh2 (rank 1: ...)"
+    self.dropped = dropped or {}
+
+
+class Lines(object):
+  """The lost and failed lines among everything a run printed."""
+
+  def __init__(self):
+    self.lost = []     # [(line, describe)]
+    self.failed = []
+
+  def add(self, text):
+    match = _LOST.search(text)
+    if match:
+      self.lost.append((_without_prefix(text), match.group(1)))
+    elif _FAILED.search(text):
+      self.failed.append(_without_prefix(text))
+
+  def outcome(self, code, model_dir, mark):
+    """The run's Outcome. `mark`: results_mark() before it started."""
+    if results_written(model_dir, mark):
+      return Outcome(TRAINED, code)
+    if self.lost:
+      dropped = {}
+      for _, describe in self.lost:
+        dropped.update(lost_hosts(describe))
+      # (None dropped: a rank died alone, its host is up; the relaunch
+      # runs on the same hosts.)
+      line, what = self.lost[0]
+      return Outcome(LOST, code, line, what, dropped)
+    if self.failed:
+      return Outcome(FAILED, code, self.failed[0])
+    if code == 0 and not os.path.isdir(model_dir):
+      # Rank 0's model directory is not visible here (another host's
+      # disk): a clean exit is all there is to judge by.
+      return Outcome(TRAINED, code)
+    return Outcome(OTHER, code)
+
+
+def lost_hosts(describe):
+  """{host: why} of the hosts a relaunch leaves out, from the lost line's
+  description of what was lost."""
+  dropped = {}
+  for item in describe.split("; "):
+    whole = _WHOLE_HOST.match(item)
+    part = _PART_OF_HOST.match(item)
+    if whole:
+      dropped[whole.group(1)] = whole.group(2)
+    elif part and any(word in part.group(2) for word in _HOST_SUSPECT):
+      dropped[part.group(1)] = item
+  return dropped
+
+
+def _without_prefix(text):
+  """The trainer's line without its launcher's rank tag."""
+  return _RANK_TAG.sub("", text.rstrip("\n"))
+
+
+def results_mark(model_dir):
+  """What results.json is before a launch: its modification time, or None."""
+  try:
+    return os.stat(os.path.join(model_dir, RESULTS_FILE)).st_mtime_ns
+  except OSError:
+    return None
+
+
+def results_written(model_dir, mark):
+  """Whether rank 0 wrote results.json since results_mark() gave `mark`."""
+  now = results_mark(model_dir)
+  return now is not None and now != mark
+
+
+def record_restarts(model_dir, restarts):
+  """Adds "restarts" (a list, one dict per restart) to results.json, in an
+  atomic rewrite (json_files.py): the complete file or the old one. The
+  path written, or None when results.json is not visible here."""
+  path = os.path.join(model_dir, RESULTS_FILE)
+  results = json_files.read_json(path)
+  if results is None:
+    return None
+  results["restarts"] = restarts
+  try:
+    json_files.write_json(path, results)
+  except OSError as e:
+    cli.fail("{}: cannot record the restarts: {}".format(path, e.strerror))
+  return path

@@ -1,0 +1,260 @@
+"""Session hooks of the TF1 trainers, one small hook per concern.
+
+    BroadcastGlobalVariablesHook(root_rank)   # Horovod's, or ours on TF >= 2.16
+    IteratorInitializerHook(iterator.initializer, feed_fn)   # feed_fn(session)
+    input_fn = ArrayInput(images, labels, make_dataset, examples_per_step)
+    estimator.train(input_fn, hooks=[..., input_fn])   # also its feeding hook
+    ProgressHook(progress, fetches, summary_dir, step_log, digest)
+    StopRequestHook(stop_signals, size)       # all ranks stop together
+    EvaluationHook(held_out, evaluate, current_step, skip_if)   # every N steps
+    FinalHook(fn)                             # runs fn(session) before close
+    ExitOnStopHook(stopped, exit)             # last: exit() before the close
+    checkpoint_saver(model_dir, every_n_steps, scaffold)   # rank 0's saver
+
+Every hook takes its ops ready-made from the graph builder, so
+MonitoredTrainingSession can finalize the graph after the hooks' `begin()`.
+"""
+import horovod.tensorflow as hvd
+import tensorflow.compat.v1 as tf
+
+from legacy_hvd.runtime import stop_agreement
+
+
+class _BroadcastGlobalVariablesHook(tf.train.SessionRunHook):
+  """Broadcasts every global variable from `root_rank` once a session exists.
+
+  The same name and behaviour as Horovod's own hook, which Horovod 0.28.1
+  defines only when it finds `tf.estimator` (gone in TF 2.16): the op is
+  built in begin(), before the graph is finalized, and run in
+  after_create_session(), after the chief restored any checkpoint.
+  """
+
+  def __init__(self, root_rank, device=""):
+    self.root_rank = root_rank
+    self.device = device
+    self._broadcast = None
+
+  def begin(self):
+    if self._broadcast is None or (self._broadcast.graph
+                                   is not tf.get_default_graph()):
+      with tf.device(self.device):
+        self._broadcast = hvd.broadcast_global_variables(self.root_rank)
+
+  def after_create_session(self, session, coord):
+    session.run(self._broadcast)
+
+
+BroadcastGlobalVariablesHook = getattr(hvd, "BroadcastGlobalVariablesHook",
+                                       _BroadcastGlobalVariablesHook)
+
+
+class IteratorInitializerHook(tf.train.SessionRunHook):
+  """Initializes a dataset iterator from placeholders when a session starts.
+
+  Runs again whenever MonitoredSession recreates its session after an error,
+  so the input never silently stays uninitialized.
+  """
+
+  def __init__(self, initializer, feed_fn):
+    self._initializer = initializer
+    self._feed_fn = feed_fn
+
+  def after_create_session(self, session, coord):
+    session.run(self._initializer, self._feed_fn(session))
+
+
+class ArrayInput(tf.train.SessionRunHook):
+  """An Estimator input_fn over numpy arrays, and the hook that feeds them.
+
+  The arrays reach the graph through placeholders fed once when a session
+  starts, not as constants: the training set would otherwise be copied into
+  every graph Estimator builds (a GraphDef holds at most 2 GB).
+  make_dataset(images, labels, skip_examples) -> tf.data.Dataset; on
+  resume the input continues where the interrupted run stopped
+  (skip_examples = global step x examples_per_step). Pass the object both
+  as the input_fn and among the hooks, after the broadcast hook (the global
+  step it reads is rank 0's then).
+  """
+
+  def __init__(self, images, labels, make_dataset, examples_per_step=0):
+    self._arrays = (images, labels)
+    self._make_dataset = make_dataset
+    self._examples_per_step = examples_per_step
+    self._feeds = self._initializer = None
+
+  def __call__(self):
+    images = tf.placeholder(tf.uint8, self._arrays[0].shape)
+    labels = tf.placeholder(tf.int32, self._arrays[1].shape)
+    skip_examples = tf.placeholder_with_default(tf.constant(0, tf.int64), [])
+    iterator = tf.data.make_initializable_iterator(
+        self._make_dataset(images, labels, skip_examples))
+    self._feeds = (images, labels, skip_examples)
+    self._initializer = iterator.initializer
+    return iterator.get_next()
+
+  def after_create_session(self, session, coord):
+    images, labels, skip_examples = self._feeds
+    step = session.run(tf.train.get_global_step())
+    session.run(self._initializer, {
+        images: self._arrays[0], labels: self._arrays[1],
+        skip_examples: step * self._examples_per_step})
+
+
+class ProgressHook(tf.train.SessionRunHook):
+  """Feeds every step's scalars to a progress.Progress (and a StepLog).
+
+  `fetches` maps names to scalar tensors: "global_step" (its value after
+  the step's update), "loss" and "learning_rate" at least. They are fetched
+  every step so the final loss is known, packed into one float64 vector
+  (exact for every float32 and for steps below 2**53): each fetched tensor
+  costs the session's Python a little every step. When Progress logs,
+  images/sec also goes to TensorBoard (given `summary_dir`) and the weight
+  digest to the step log.
+  """
+
+  def __init__(self, progress, fetches, summary_dir=None, step_log=None,
+               digest=None):
+    self._progress = progress
+    self._fetches = fetches
+    self._summary_dir = summary_dir
+    self._step_log = step_log
+    self._digest = digest
+    self._packed = None
+
+  def begin(self):
+    self._packed = tf.stack([tf.cast(value, tf.float64)
+                             for value in self._fetches.values()])
+
+  def after_create_session(self, session, coord):
+    self._progress.start(int(session.run(tf.train.get_global_step())))
+
+  def before_run(self, run_context):
+    return tf.train.SessionRunArgs(self._packed)
+
+  def after_run(self, run_context, run_values):
+    values = dict(zip(self._fetches, run_values.results))
+    step = int(values.pop("global_step"))
+    rate = self._progress.record(step, values)
+    if self._step_log:
+      digest = (run_context.session.run(self._digest)
+                if rate is not None and self._digest is not None else None)
+      self._step_log.write(step, values["loss"], values["learning_rate"],
+                           digest)
+    if rate is not None and self._summary_dir:
+      writer = tf.summary.FileWriterCache.get(self._summary_dir)
+      writer.add_summary(tf.Summary(value=[tf.Summary.Value(
+          tag="images_per_sec", simple_value=rate)]), step)
+
+
+class StopRequestHook(tf.train.SessionRunHook):
+  """Stops every rank at the same step once any rank was asked to stop.
+
+  Each step feeds this rank's request (1.0 if a stop signal arrived, else
+  0.0) into a placeholder and fetches its average over all `size` ranks
+  (stop_agreement.agree), which is non-zero on every rank in the same step.
+  Ranks that stopped at different steps would leave the others waiting in an
+  allreduce. The feed is needed every step: fed only on a stop request
+  (tried, to save the feed's cost), np=2 hung in step 2, when rank 0's
+  fetches changed after its first step's summaries (an unfed
+  placeholder_with_default is a constant that Grappler may fold,
+  collective and all).
+  """
+
+  def __init__(self, stop_signals, size):
+    self._stop_signals = stop_signals
+    self._size = size
+    self._flag = self._any_flag = None
+    self.stopped = False
+
+  def begin(self):
+    self._flag = tf.placeholder_with_default(0.0, [])
+    self._any_flag = stop_agreement.agree(self._flag, self._size)
+
+  def before_run(self, run_context):
+    return tf.train.SessionRunArgs(
+        self._any_flag,
+        feed_dict={self._flag: 1.0 if self._stop_signals.requested else 0.0})
+
+  def after_run(self, run_context, run_values):
+    if run_values.results > 0:
+      self.stopped = True
+      run_context.request_stop()
+
+
+def checkpoint_saver(model_dir, every_n_steps, scaffold):
+  """The CheckpointSaverHook MonitoredTrainingSession would add, told that a
+  session.run is one step.
+
+  Since TF 2.4 the hook assumes a run may be up to a million steps (its
+  `steps_per_run`, which Estimator sets) and so reads the global step again
+  in a second session.run after every step, in case a save is due (TF 1.15
+  assumed one step), a cost paid every step for a save that comes every
+  few hundred (docs/performance.md has the figure). Told one, it makes that
+  second run only on the steps it saves at.
+  """
+  hook = tf.train.CheckpointSaverHook(model_dir, save_steps=every_n_steps,
+                                      scaffold=scaffold)
+  hook._set_steps_per_run(1)  # pylint: disable=protected-access
+  return hook
+
+
+class EvaluationHook(tf.train.SessionRunHook):
+  """Scores the test set after the steps `held_out` (a periodic_eval.HeldOut)
+  says are due: held_out.record(step, evaluate(session)).
+
+  Every rank runs it after the same global steps, so `evaluate` may run
+  collectives (scoring.Evaluation.run sums the counts). current_step() is
+  the step just finished, as the ProgressHook before this one recorded it
+  (no extra fetch per step). Skipped once skip_if() (a stop was agreed: the
+  ranks exit quickly). Add it only with --eval_every_n_steps: otherwise
+  the steps run without it.
+  """
+
+  def __init__(self, held_out, evaluate, current_step, skip_if):
+    self._held_out = held_out
+    self._evaluate = evaluate
+    self._current_step = current_step
+    self._skip_if = skip_if
+
+  def after_run(self, run_context, run_values):
+    step = self._current_step()
+    if self._held_out.due(step) and not self._skip_if():
+      self._held_out.record(step, self._evaluate(run_context.session))
+
+
+class FinalHook(tf.train.SessionRunHook):
+  """Calls fn(session) once when training ends normally, before the close.
+
+  Every rank runs its FinalHook at the same point, so fn may run collectives.
+  Skipped when `skip_if()` is true (a stop was requested: exit quickly).
+  """
+
+  def __init__(self, fn, skip_if=lambda: False):
+    self._fn = fn
+    self._skip_if = skip_if
+    self.result = None
+
+  def end(self, session):
+    if not self._skip_if():
+      self.result = self._fn(session)
+
+
+class ExitOnStopHook(tf.train.SessionRunHook):
+  """Calls exit() in end() once a stop was agreed (`stopped()` true): after
+  the hooks before it (rank 0's saver writes the stop's checkpoint in its
+  end()), before the session's close. Add it last.
+
+  Not after the close: the ranks that agreed to stop exit at once, and a
+  session closing after one of them has gone waits for Horovod to give up
+  on the broken ring (a Gloo time-out, or more), time that a scheduler's
+  warning before a time limit, or its KillWait, cannot spare.
+  """
+
+  def __init__(self, stopped, exit_fn):
+    self._stopped = stopped
+    self._exit = exit_fn
+
+  def end(self, session):
+    del session
+    if self._stopped():
+      self._exit()

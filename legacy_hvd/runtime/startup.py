@@ -1,0 +1,116 @@
+"""What every entry point checks before and just after hvd.init().
+
+    data, own_threads = startup.before_horovod(config)   # every rank
+    hvd.init()
+    startup.check_on_rank0(rank, checks, broadcast_from_rank0)   # its
+                                           # verdict to all (an int -> rank 0's)
+    startup.check_on_rank0_eagerly(rank, checks)        # the same, TF2 eager
+
+Bad flags, paths and data end in before_horovod, on every rank at once, in one
+line: no rank has joined a collective yet, so none is left waiting. What only
+rank 0 may check (it alone writes the model directory) is shared with every
+rank by one broadcast, so all exit together.
+"""
+import os
+import tempfile
+
+import horovod.tensorflow as hvd
+import tensorflow.compat.v1 as tf
+
+from legacy_hvd.common import cli
+from legacy_hvd.common import paths
+from legacy_hvd.data import cifar10
+from legacy_hvd.runtime import config_checks
+from legacy_hvd.runtime import placement
+
+
+def check_model_dir(path):
+  """Fails with one line if `path` cannot be a directory (read-only check)."""
+  if os.path.exists(path) and not os.path.isdir(path):
+    cli.fail(f"--model_dir={path}: is a file; expected a directory")
+  parent = paths.existing_ancestor(path)
+  if not os.path.isdir(parent):
+    cli.fail(f"--model_dir={path}: {parent} is a file; expected a directory")
+
+
+def prepare_model_dir(path):
+  """Rank 0: creates `path` and proves it writable; cli.UserError if not."""
+  try:
+    os.makedirs(path, exist_ok=True)
+    with tempfile.TemporaryFile(dir=path):
+      pass
+  except OSError as e:
+    raise cli.UserError(f"--model_dir={path}: not writable ({e.strerror}); "
+                        "expected a directory this user can write") from None
+
+
+def check_on_rank0(rank, checks, broadcast_from_rank0):
+  """Runs `checks()` on rank 0 only; every rank shares its verdict.
+
+  `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
+  exit non-zero together instead of the others waiting in a collective.
+  broadcast_from_rank0(int) -> rank 0's int, on every rank (the TF1 jobs':
+  graph_job.broadcast_from_rank0, Horovod's or no_horovod's).
+  """
+  problem = _problem_on_rank0(rank, checks)
+  # Horovod: rank 0 tells every rank whether its checks passed.
+  failed = broadcast_from_rank0(int(problem is not None))
+  _end_if_failed(rank, failed, problem)
+
+
+def check_on_rank0_eagerly(rank, checks, broadcast=hvd.broadcast):
+  """check_on_rank0 for the eager TF2 variants (the loop and Keras fit):
+  the same verdict, shared by one eager broadcast instead of a session."""
+  check_on_rank0(rank, checks, lambda failed: int(
+      # Horovod: rank 0 tells every rank whether its checks passed.
+      broadcast(tf.constant(failed), root_rank=0)))
+
+
+def _problem_on_rank0(rank, checks):
+  """Rank 0: the line of the cli.UserError `checks()` raised, or None."""
+  if rank == 0:
+    try:
+      checks()
+    except cli.UserError as e:
+      return str(e)
+  return None
+
+
+def _end_if_failed(rank, failed, problem):
+  if failed and rank == 0:
+    cli.fail(problem)
+  if failed:
+    cli.exit_quietly()
+
+
+def before_horovod(config):
+  """What every rank checks and sets before hvd.init(); (the data, this
+  process's threads).
+
+  Bad paths and data end here, on every rank at once, in one line: no rank
+  has joined a collective yet, so none is left waiting. The threads are
+  taken last, just before hvd.init(): they are the ones to pin to the
+  rank's cores (devices.place_graph_rank); Horovod's and Gloo's, which
+  hvd.init() starts, are not among them and stay free.
+  """
+  check_model_dir(config.model_dir)
+  problem = config.step_log and config_checks.file_problem("step_log",
+                                                          config.step_log)
+  if problem:
+    cli.fail(problem)
+  processes = cli.launched_processes()
+  if not config.horovod and processes > 1:
+    cli.fail(f"--nohorovod: started as one of {processes} "
+             "processes; expected one process, started with python, not "
+             "horovodrun or mpirun")
+  try:
+    data = cifar10.load(config.data_dir)
+  except cifar10.DataError as e:
+    cli.fail(str(e))
+  # Valid flags that this data or this many ranks cannot satisfy.
+  impossible = config_checks.problem(config, len(data.train_labels), processes)
+  if impossible:
+    cli.fail(impossible)
+  if config.deterministic:
+    placement.make_deterministic()
+  return data, placement.threads()

@@ -1,0 +1,235 @@
+"""What the two eager TF2 trainers share: the runtime around their steps.
+
+    hvd.init(); ranks = world.Ranks.of(hvd)   # the trainer pins its GPU
+    runtime = start(config, data, ranks, own_threads, stop_signals,
+                    "TF2 loop (v1 optimizer)")
+    with runtime.ending_on_write_failure():
+      ... train: runtime.plan, the model, the optimizer, then ...
+      checkpoints = resume_checkpoints(config.model_dir, step, optimizer,
+                                       params, rate_of)   # rank 0 only
+      report = runtime.reporting(forward, params)
+      report.begin(step)
+      with runtime.ending_failed_steps(report.progress): ... a step ...
+      any_stop = runtime.agree_to_stop(runtime.stop_requested())
+      report.after_step(step, values); report.evaluate_if_due(step)
+      checkpoints.save_every(step, config.save_checkpoints_steps)
+      report.close(); checkpoints.save_at_end(step)
+      runtime.exit_on_stop(any_stop)     # a stop ends the process here
+      summary = report.final_summary()   # every rank: test set, digests
+      runtime.finish(summary, "tf2")
+
+legacy_hvd.train_tf2 (the tf.function loop) and legacy_hvd.train_keras
+(Keras fit) show every Horovod touch point in their own text; they build
+their models and steps differently and meet here for what the runtime adds,
+which legacy_hvd.train does in a graph: threads, rank 0's model-directory
+check, the lost-host watch, the world line (start); the stop agreement and
+the end of a failed step (Runtime); progress, the step log, TensorBoard's
+scalars, the periodic and the final evaluation and the check that every
+rank ended with the same weights (Reporting); TF2 object checkpoints with
+the same keys for both, so each resumes the other's, and another trainer's
+converted first (Checkpoints).
+"""
+import contextlib
+
+import horovod.tensorflow as hvd
+import tensorflow.compat.v2 as tf
+
+from legacy_hvd.checkpoints import migration
+from legacy_hvd.checkpoints import resume
+from legacy_hvd.common import results
+from legacy_hvd.model import cnn
+from legacy_hvd.model import scoring
+from legacy_hvd.runtime import devices
+from legacy_hvd.runtime import periodic_eval
+from legacy_hvd.runtime import startup
+from legacy_hvd.runtime import stop_agreement
+from legacy_hvd.training import job
+from legacy_hvd.training import job_faults
+
+MAX_CHECKPOINTS = 5   # kept in the model directory, as TF1's Saver keeps
+
+
+def start(config, data, ranks, own_threads, stop_signals, trainer_name):
+  """Everything between the GPU's pinning and the model: this rank's cores
+  and threads, rank 0's model-directory checks (another trainer's
+  checkpoint checked for conversion), the lost-host watch, the world line.
+  Returns the Runtime the trainer's train() goes through."""
+  devices.place_eager_rank(config, ranks, own_threads)
+  startup.check_on_rank0_eagerly(ranks.rank, job_faults.model_dir_checks(
+      config.model_dir, job_faults.tf2_checkpoint_shapes(),
+      lambda: migration.check(config.model_dir, config.optimizer,
+                              migration.TF2)))
+  # Horovod: every rank learns where every other rank runs (eagerly).
+  watch = job.watch_hosts_and_log_start(
+      config, data, ranks,
+      lambda row: hvd.allgather(tf.constant(row[None])).numpy(), trainer_name)
+  return Runtime(config, data, ranks, stop_signals, watch)
+
+
+class Runtime:
+  """What the runtime adds around an eager trainer's steps: the run's plan,
+  the stop agreement, the end of a failed step or write (the lost-host
+  watch), and the reporting of each step."""
+
+  def __init__(self, config, data, ranks, stop_signals, watch):
+    self.plan = job.Plan.of(config, len(data.train_labels), ranks.size)
+    self._config = config
+    self._data = data
+    self._ranks = ranks
+    self._stop_signals = stop_signals
+    self._watch = watch   # peers.LossWatch
+
+  def ending_on_write_failure(self):
+    """Around training and results: a write that fails in the model
+    directory ends the job in one line (job_faults.end_on_write_failure)."""
+    return job_faults.end_on_write_failure(self._config.model_dir, self._watch)
+
+  @contextlib.contextmanager
+  def ending_failed_steps(self, progress):
+    """Around steps: a failed one ends this rank in one line (divergence,
+    or the lost host), else its error goes on (job_faults.end_on_error)."""
+    try:
+      yield
+    except tf.errors.OpError as e:
+      job_faults.end_on_error(e, progress, self._ranks.size, self._watch)
+
+  def stop_requested(self):
+    """float32 scalar: 1 once this rank got a stop signal, else 0."""
+    return tf.constant(1.0 if self._stop_signals.requested else 0.0)
+
+  def agree_to_stop(self, requested):
+    """float32 scalar, > 0 on every rank in the same step once any rank
+    requested a stop (a collective: every rank calls it every step; inside
+    a tf.function too)."""
+    return stop_agreement.agree(requested, self._ranks.size)
+
+  def exit_on_stop(self, stopped):
+    """After the ranks agreed to stop (`stopped`) and rank 0 saved there:
+    every rank exits now, as the signal asks (finish(None)), while the
+    training input is still open. Closing a tf.data iterator waits for its
+    threads, at times seconds (4.5 s measured, more under load), and
+    horovodrun kills a rank still exiting 5 s after its signal."""
+    if stopped:
+      self.finish(None, None)
+
+  def finish(self, summary, path_name):
+    """The end, on every rank: rank 0 writes results.json (`path_name`: its
+    "path"), or, when a stop ended training (summary None), every rank
+    exits as the signal asks, once rank 0 has saved and said so."""
+    # Horovod: the ranks meet once more before they exit: horovodrun ends
+    # every rank as soon as one exits non-zero, rank 0 too, maybe before
+    # its checkpoint is written.
+    wait = (lambda: hvd.allreduce(tf.constant(0.0), name="stopped")
+            if self._ranks.size > 1 else None)
+    job.finish(summary, self._stop_signals, self._config, self._data,
+               self._ranks.rank, path_name, wait)
+
+  def reporting(self, forward, params):
+    """The Reporting of this run's steps (opens rank 0's step log)."""
+    return Reporting(self._config, self._data, self._ranks, self.plan,
+                     forward, params)
+
+
+class Reporting:
+  """After each step, every rank alike: progress (rank 0 logs it), the step
+  log and, when progress logs, TensorBoard's scalars (rank 0); the held-out
+  evaluation when it is due; the final evaluation and weight digests.
+
+  forward: float32 images [N, 32, 32, 3] -> logits [N, 10]; params: the
+  model's variables by cnn.PARAM_SHAPES name.
+  """
+
+  def __init__(self, config, data, ranks, plan, forward, params):
+    self.progress, self._step_log = job.progress_and_step_log(
+        config, plan, ranks)
+    # Horovod: every rank scores its test shard; the counts are summed.
+    self._test_set = scoring.EagerEvaluation(
+        forward, data.test_images, data.test_labels, ranks.size, ranks.rank,
+        lambda counts: hvd.allreduce(counts, op=hvd.Sum))
+    self._held_out = periodic_eval.HeldOut(
+        config.eval_every_n_steps, plan.max_steps, ranks.rank,
+        config.model_dir, self._step_log)
+    self._writer = (tf.summary.create_file_writer(config.model_dir)
+                    if ranks.rank == 0 else None)
+    self._params = params
+    self._config, self._plan, self._size = config, plan, ranks.size
+
+  def begin(self, step):
+    self.progress.start(step)
+
+  def after_step(self, step, values):
+    """values: the step's own {"loss", "accuracy", "learning_rate"}."""
+    speed = self.progress.record(step, values)
+    digest = None
+    if speed is not None:
+      digest = cnn.weight_digest(self._params).numpy()
+      if self._writer:
+        with self._writer.as_default():
+          for name, value in dict(values, images_per_sec=speed).items():
+            tf.summary.scalar(name, value, step=step)
+    self._step_log.write(step, values["loss"], values["learning_rate"],
+                         digest)
+
+  def evaluate_if_due(self, step):
+    """Every rank after the same steps (--eval_every_n_steps): the test set
+    scored, periodic_eval.HeldOut's log line, TensorBoard run and history."""
+    if self._held_out.due(step):
+      self._held_out.record(step, self._test_set.run())
+
+  def close(self):
+    self._step_log.close()
+    if self._writer:
+      self._writer.flush()
+
+  def final_summary(self):
+    """Every rank: scores its test shard, checks the weights are in sync;
+    the results.json fields (results.run_summary, and the evaluations)."""
+    metrics = self._test_set.run()
+    self._held_out.record_final(self.progress.last_step, metrics)
+    # Horovod: gather every rank's weight digest to check they stayed in
+    # sync.
+    digests = hvd.allgather(
+        cnn.weight_digest(self._params)[None]).numpy().tolist()
+    return dict(results.run_summary(
+        metrics, digests, self.progress, self._size, self._config.batch_size,
+        self._plan.steps_per_epoch), **self._held_out.results())
+
+
+def resume_checkpoints(model_dir, step, optimizer, params, rate_of):
+  """Rank 0's Checkpoints, after restoring its newest checkpoint (startup
+  checked it is intact; another trainer's is converted first,
+  legacy_hvd/checkpoints/migration.py). The other ranks get rank 0's values by
+  broadcast. rate_of: int64 step -> the learning rate at it."""
+  checkpoint = tf.train.Checkpoint(
+      step=step, optimizer=optimizer,
+      **{resume.tf2_attribute(name): variable
+         for name, variable in params.items()})
+  migration.to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of)
+  manager = tf.train.CheckpointManager(checkpoint, model_dir,
+                                       max_to_keep=MAX_CHECKPOINTS)
+  if not manager.latest_checkpoint:
+    return Checkpoints(manager, None)
+  # Optimizer slots that do not exist yet are restored when first built.
+  checkpoint.restore(manager.latest_checkpoint)
+  return Checkpoints(manager, int(step.numpy()))
+
+
+class Checkpoints:
+  """Rank 0's saves: every N steps, and where training ends (at the last
+  step, or where a stop signal stopped every rank) unless saved there."""
+
+  def __init__(self, manager, saved_step):
+    self._manager = manager   # tf.train.CheckpointManager
+    self._saved_step = saved_step
+
+  def save_every(self, step, every_n_steps):
+    if step % every_n_steps == 0:
+      self._save(step)
+
+  def save_at_end(self, step):
+    if step != self._saved_step:
+      self._save(step)
+
+  def _save(self, step):
+    self._manager.save(checkpoint_number=step)
+    self._saved_step = step

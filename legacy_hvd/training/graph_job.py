@@ -1,0 +1,241 @@
+"""What the two TF1 graph trainers share: the MonitoredTrainingSession job
+(legacy_hvd.train) and the Estimator job (legacy_hvd.train_estimator).
+
+Each entry point shows its Horovod touch points itself (hvd.init(), the
+session config's GPU, the learning rate scaled with the world, the shard,
+hvd.DistributedOptimizer, the broadcast hook, rank 0's checkpoints, the
+session); what the runtime adds around them is reached from here:
+
+    runtime = start(config, data, ranks, plan, stop_signals, hvd)
+    with runtime.watching("TF1 graph job"):   # the lost-host watch; a
+                                              # failed step or write: one line
+      step = build_step(optimizer, params, loss, accuracy, learning_rate,
+                        global_step)          # the update, checked gradients
+      hooks = [...the job's own...] + runtime.session_hooks(step)   # MTS
+      training_hooks = runtime.step_hooks(step)                    # Estimator
+      chief_hooks = [saver, runtime.exit_on_stop_hook(scratch)]    # Estimator
+      summary = runtime.final_summary()       # MTS; Estimator: summary(...)
+      runtime.finish(summary, "tf1")          # results.json, or a stop's exit
+    broadcast_from_rank0(value, hvd); allgather_rows(hvd)(row)   # each in a
+                                              # session of its own
+
+Both jobs build their step with the same calls in the same order, so they
+run the same ops on the same batches: their checkpoints hold the same
+variable names and their losses can be compared bit for bit
+(tools/compare_paths.py).
+"""
+import collections
+import contextlib
+import shutil
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from legacy_hvd.checkpoints import migration
+from legacy_hvd.common import results
+from legacy_hvd.model import cnn
+from legacy_hvd.model import finite_gradients
+from legacy_hvd.model import scoring
+from legacy_hvd.runtime import devices
+from legacy_hvd.runtime import hooks
+from legacy_hvd.runtime import periodic_eval
+from legacy_hvd.runtime import startup
+from legacy_hvd.training import job
+from legacy_hvd.training import job_faults
+
+Step = collections.namedtuple(
+    "Step", "params loss accuracy learning_rate train_op step_after digest")
+
+
+def start(config, data, ranks, plan, stop_signals, hvd,
+          held_out_summaries=True):
+  """After hvd.init() and the rank's placement: rank 0's checks of the
+  model directory (another trainer's checkpoint converted, a damaged one
+  fallen back from), their verdict shared with every rank; the job's
+  Runtime. held_out_summaries: False where the trainer writes the eval
+  run itself (Estimator.evaluate)."""
+  startup.check_on_rank0(
+      ranks.rank, job_faults.model_dir_checks(
+          config.model_dir, cnn.PARAM_SHAPES,
+          # A TF2 trainer's checkpoint becomes this job's (rank 0).
+          lambda: migration.to_tf1(config.model_dir, config.optimizer,
+                                   job.rate_of(config, plan))),
+      lambda failed: broadcast_from_rank0(failed, hvd))
+  return Runtime(config, data, ranks, plan, stop_signals, hvd,
+                 held_out_summaries)
+
+
+def build_step(optimizer, params, loss, accuracy, learning_rate,
+               global_step):
+  """One update by `optimizer` (hvd.DistributedOptimizer's: its gradients
+  are averaged over all ranks), checked, as a Step of tensors.
+
+  loss, accuracy, learning_rate: float32 scalars; params: cnn.PARAM_SHAPES
+  names -> variables. step_after is the global step's value after
+  train_op's update; digest the weights' digest (float64 [8]).
+  """
+  grads_and_vars = optimizer.compute_gradients(loss)
+  # The averaged gradients are the same on every rank: checking them stops
+  # all ranks in the same step, before a NaN or Inf reaches the weights.
+  train_op = optimizer.apply_gradients(
+      [(finite_gradients.checked(g), v) for g, v in grads_and_vars],
+      global_step=global_step)
+  with tf.control_dependencies([train_op]):
+    # The step this run ended at; a plain read might see it before or after
+    # the increment.
+    step_after = global_step.read_value()
+  for name, value in (("loss", loss), ("accuracy", accuracy),
+                      ("learning_rate", learning_rate)):
+    tf.summary.scalar(name, value)
+  return Step(params, loss, accuracy, learning_rate, train_op, step_after,
+              cnn.weight_digest(params))
+
+
+class Runtime:
+  """What the runtime adds to a graph job, the job's touch points aside:
+  the stop agreement, progress and the step log, the lost-host watch,
+  failed steps and writes, periodic evaluation, the final scores, and the
+  end (results.json, or a stop's exit). Made by start()."""
+
+  def __init__(self, config, data, ranks, plan, stop_signals, hvd,
+               held_out_summaries):
+    self._config, self._data, self._ranks = config, data, ranks
+    self._plan, self._stop_signals, self._hvd = plan, stop_signals, hvd
+    self._held_out_summaries = held_out_summaries
+    self.progress = self.step_log = self.held_out = None   # watching()'s
+    self._stop = self._final = None
+
+  @contextlib.contextmanager
+  def watching(self, trainer_name):
+    """Gathers where every rank runs and starts the lost-host watch (rank
+    0 logs the start and writes world.json); in the block, a failed write
+    ends this rank in one line naming the file, and a failed step every
+    rank (NaN or Inf gradients, or the lost host named). Opens the step
+    log (rank 0) and makes progress and held_out, inside."""
+    config, ranks = self._config, self._ranks
+    watch = job.watch_hosts_and_log_start(
+        config, self._data, ranks, allgather_rows(self._hvd), trainer_name)
+    with job_faults.end_on_write_failure(config.model_dir, watch):
+      self.progress, self.step_log = job.progress_and_step_log(
+          config, self._plan, ranks)
+      self.held_out = periodic_eval.HeldOut(
+          config.eval_every_n_steps, self._plan.max_steps, ranks.rank,
+          config.model_dir, self.step_log,
+          write_summaries=self._held_out_summaries)
+      with job_faults.end_on_failed_step(self.progress, ranks.size, watch):
+        yield
+
+  @property
+  def stopped(self):
+    """Whether the ranks agreed to stop (a stop signal on any of them)."""
+    return self._stop is not None and self._stop.stopped
+
+  def step_hooks(self, step):
+    """[StopRequestHook, ProgressHook]: every step's stop agreement and
+    progress (TensorBoard's images/sec on rank 0). Made again for each
+    graph (Estimator makes one per train())."""
+    self._stop = hooks.StopRequestHook(self._stop_signals, self._ranks.size)
+    return [
+        self._stop,
+        hooks.ProgressHook(
+            self.progress, {"global_step": step.step_after, "loss": step.loss,
+                            "accuracy": step.accuracy,
+                            "learning_rate": step.learning_rate},
+            summary_dir=(self._config.model_dir if self._ranks.rank == 0
+                         else None),
+            step_log=self.step_log, digest=step.digest),
+    ]
+
+  def session_hooks(self, step):
+    """The MonitoredTrainingSession job's runtime hooks, in their one
+    working order, to go after the job's own: step_hooks(), the periodic
+    evaluation (with --eval_every_n_steps), the final scores
+    (final_summary()), and last the stop's exit."""
+    hvd, data = self._hvd, self._data
+    # Horovod: the evaluation's allreduce and the weight check's allgather
+    # are built now, before MonitoredTrainingSession finalizes the graph.
+    test_set = scoring.Evaluation(
+        data.test_images.shape, step.params, num_shards=self._ranks.size,
+        shard_index=self._ranks.rank,
+        sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
+    all_digests = hvd.allgather(step.digest[None])
+
+    def score(session):
+      return test_set.run(session, data.test_images, data.test_labels)
+
+    evaluation = [hooks.EvaluationHook(
+        # Horovod: every rank scores its test shard after the same steps;
+        # the counts are summed (the Evaluation's allreduce, built above).
+        self.held_out, score, lambda: self.progress.last_step,
+        skip_if=lambda: self.stopped)] if self.held_out.every_n_steps else []
+    self._final = hooks.FinalHook(
+        lambda session: (score(session), session.run(all_digests).tolist()),
+        skip_if=lambda: self.stopped)
+    return self.step_hooks(step) + evaluation + [self._final,
+                                                 self.exit_on_stop_hook()]
+
+  def exit_on_stop_hook(self, scratch_dir=None):
+    """The hook that ends every rank after a stop, in its end(): after the
+    hooks before it (rank 0's saver), before the session's close. Last in
+    the session's hooks (an Estimator's: its last chief hook).
+    scratch_dir: a directory of this rank's, removed before it exits (the
+    exit skips the `with` that would remove it)."""
+
+    def exit_now():
+      if scratch_dir:
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+      self.finish(None)
+    # Horovod: after a stop, every rank exits before the session's close,
+    # which waits on Horovod once another rank has exited (the hook's why).
+    return hooks.ExitOnStopHook(lambda: self.stopped, exit_now)
+
+  def final_summary(self):
+    """summary() of the final scores the session's last steps took."""
+    metrics, weight_digests = self._final.result
+    return self.summary(metrics, weight_digests, self.progress.last_step)
+
+  def summary(self, metrics, weight_digests, final_step):
+    """After training: the step log closed, the final evaluation (metrics
+    at final_step, every rank's weight digest) as results.json's fields."""
+    self.step_log.close()
+    self.held_out.record_final(final_step, metrics)
+    summary = results.run_summary(
+        metrics, weight_digests, self.progress, self._ranks.size,
+        self._config.batch_size, self._plan.steps_per_epoch)
+    return dict(summary, **self.held_out.results())
+
+  def finish(self, summary, path_name=None):
+    """The end, on every rank: the step log closed; rank 0 writes
+    results.json (`path_name`: its "path"), or, when a stop ended training
+    (summary None), every rank exits as the signal asks (rank 0's
+    checkpoint is written by then)."""
+    self.step_log.close()
+    job.finish(summary, self._stop_signals, self._config, self._data,
+               self._ranks.rank, path_name)
+
+
+def in_own_session(collective, value):
+  """collective(tensor) -> tensor, run once on `value` (a numpy array or
+  scalar) in a graph and session of their own, outside the job's graph;
+  the result as numpy. The session takes the process's one config
+  (devices.session_config says why)."""
+  value = np.asarray(value)
+  with tf.Graph().as_default(), tf.Session(
+      config=devices.session_config()) as session:
+    fed = tf.placeholder(tf.as_dtype(value.dtype), value.shape)
+    return session.run(collective(fed), {fed: value})
+
+
+def allgather_rows(hvd):
+  """uint8 row [n] -> every rank's rows [size, n] (job.gather_roster's
+  allgather_rows)."""
+  # Horovod: every rank's row, in rank order.
+  return lambda row: in_own_session(lambda mine: hvd.allgather(mine[None]),
+                                    row)
+
+
+def broadcast_from_rank0(value, hvd):
+  """Rank 0's int `value` on every rank."""
+  # Horovod: every rank gets rank 0's value.
+  return int(in_own_session(lambda mine: hvd.broadcast(mine, root_rank=0),
+                            np.int64(value)))

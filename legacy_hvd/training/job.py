@@ -1,0 +1,148 @@
+"""What the trainers share, each piece once, below them all.
+
+    plan = Plan.of(config, len(data.train_labels), ranks.size)
+    learning_rate = rate_of(config, plan)(step)   # the schedule at a step
+    dataset = batches(config, images, labels, num_shards, shard_index,
+                      skip_examples)
+    compression = compression(config, hvd)         # for DistributedOptimizer
+    progress, step_log = progress_and_step_log(config, plan, ranks)
+    watch = watch_hosts_and_log_start(config, data, ranks, allgather_rows,
+                                      "TF1 graph job")   # gather_roster,
+                                      # the lost-host watch, log_start
+    finish(summary, stop_signals, config, data, ranks.rank, "tf1")
+
+The trainers are legacy_hvd.train (the TF1 graph job), legacy_hvd.train_tf2
+(the tf.function loop), legacy_hvd.train_keras (Keras fit) and
+legacy_hvd.train_estimator (the TF1 job as Estimator code); the two eager
+ones share more in legacy_hvd/training/eager_job.py, the two graph ones in
+legacy_hvd/training/graph_job.py. Every trainer derives its
+steps, learning-rate scale and warm-up from one Plan, reads its shard
+through the same input pipeline, logs the same world line and writes the
+same world.json and results.json, so the paths differ only where their
+APIs do.
+"""
+import dataclasses
+
+from absl import logging
+
+from legacy_hvd.common import checkpoint_state
+from legacy_hvd.common import results
+from legacy_hvd.common.progress import Progress
+from legacy_hvd.common.progress import StepLog
+from legacy_hvd.data import pipeline
+from legacy_hvd.faults import peers
+from legacy_hvd.model import schedule
+from legacy_hvd.runtime import world
+from legacy_hvd.training import job_faults
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """The run's length and learning rate in global steps, for this world."""
+  steps_per_epoch: int
+  max_steps: int       # training ends at this global step
+  warmup_steps: int
+  lr_scale: float      # the learning rate is config.lr x this after warm-up
+
+  @classmethod
+  def of(cls, config, num_train, size):
+    steps_per_epoch = schedule.steps_per_epoch(num_train, config.batch_size,
+                                               size)
+    return cls(
+        steps_per_epoch=steps_per_epoch,
+        max_steps=config.max_steps or config.epochs * steps_per_epoch,
+        warmup_steps=round(config.warmup_epochs * steps_per_epoch),
+        # Horovod: scale the learning rate with the number of workers.
+        lr_scale=schedule.lr_scale(config.lr_scaling, size))
+
+
+def rate_of(config, plan):
+  """step (int64 scalar tensor) -> the run's learning rate at it."""
+  # Horovod: the learning rate scaled with the number of workers, warming up.
+  return lambda step: schedule.learning_rate(step, config.lr, plan.lr_scale,
+                                             plan.warmup_steps)
+
+
+def batches(config, images, labels, num_shards, shard_index, skip_examples):
+  """This rank's endless stream of (images, labels) batches: shard
+  `shard_index` of `num_shards` (the entry point passes its rank and the
+  number of ranks).
+
+  images, labels: the training set (numpy arrays, or placeholders fed with
+  them); skip_examples: where a resumed run's input continues (an int, or
+  an int64 scalar tensor). --synthetic: random batches instead.
+  """
+  if config.synthetic:
+    return pipeline.synthetic_batches(config.batch_size, config.seed)
+  return pipeline.train_batches(
+      images, labels, config.batch_size, num_shards=num_shards,
+      shard_index=shard_index, seed=config.seed, augment=config.augment,
+      skip_examples=skip_examples)
+
+
+def compression(config, hvd):
+  """What hvd.DistributedOptimizer / DistributedGradientTape send."""
+  # Horovod: --fp16_allreduce halves the bytes on the wire.
+  return hvd.Compression.fp16 if config.fp16_allreduce else hvd.Compression.none
+
+
+def progress_and_step_log(config, plan, ranks):
+  """The run's Progress (rank 0 logs) and StepLog (rank 0 writes)."""
+  progress = Progress(config.log_every_n_steps,
+                      config.batch_size * ranks.size, log=ranks.rank == 0,
+                      steps_per_epoch=plan.steps_per_epoch,
+                      last_step=plan.max_steps)
+  return progress, StepLog(config.step_log if ranks.rank == 0 else None)
+
+
+def gather_roster(rank, allgather_rows):
+  """Every rank's host and probe port (a peers.Roster), by one allgather.
+
+  allgather_rows(uint8 [ROW_BYTES] numpy) -> uint8 [size, ROW_BYTES]:
+  Horovod's allgather, run in a session or eagerly by the trainer.
+  """
+  roster = peers.Roster.listen(rank)
+  # Horovod: every rank learns where every other rank runs.
+  return roster.gather(allgather_rows)
+
+
+def watch_hosts_and_log_start(config, data, ranks, allgather_rows,
+                              trainer_name):
+  """After rank 0's checks: gathers where every rank runs, starts the
+  lost-host watch over it (job_faults.watch_lost_hosts) and, on rank 0, logs the
+  start (log_start); returns the watch, for when a step fails."""
+  roster = gather_roster(ranks.rank, allgather_rows)
+  watch = job_faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
+                                      config.model_dir)
+  if ranks.rank == 0:
+    with job_faults.end_on_write_failure(config.model_dir, watch):  # world.json
+      log_start(config, data, ranks.size, roster, trainer_name)
+  return watch
+
+
+def log_start(config, data, size, roster, trainer_name):
+  """Rank 0: what trains on what, the world line (what follows from the
+  world size, and what changed since the checkpoint's run: a relaunch on
+  fewer hosts), and world.json."""
+  logging.info("%s on %s: %d train, %d test images; %d workers",
+               trainer_name, data.source, len(data.train_labels),
+               len(data.test_labels), size)
+  now = world.World(size, roster.hosts(), config.batch_size, config.lr,
+                    config.lr_scaling, len(data.train_labels), config.epochs,
+                    config.max_steps)
+  logging.info("%s", world.describe(now))
+  change = world.changes_since(now, world.read_previous(config.model_dir),
+                               checkpoint_state.latest_step(config.model_dir))
+  if change:
+    logging.warning("%s", change)
+  world.write(config.model_dir, now, results.write_json)
+
+
+def finish(summary, stop_signals, config, data, rank, path_name,
+           wait_for_all=None):
+  """After training: exits as a stop signal asks (summary None), else rank
+  0 writes results.json. wait_for_all: job_faults.exit_if_stopped's."""
+  job_faults.exit_if_stopped(summary, stop_signals, rank, config.model_dir,
+                             wait_for_all)
+  if rank == 0:
+    results.write_run_results(summary, config, data.source, path_name)

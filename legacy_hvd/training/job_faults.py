@@ -1,0 +1,168 @@
+"""How every trainer meets faults: the same behaviour and the same lines.
+
+    checks = job_faults.model_dir_checks(model_dir, shapes, migrate)   # rank 0
+    watch = job_faults.watch_lost_hosts(roster, rank, size, model_dir)
+    with job_faults.end_on_write_failure(model_dir, watch): ... train, finish
+    except tf.errors.OpError as e: job_faults.end_on_error(e, progress, size, watch)
+    with job_faults.end_on_failed_step(progress, size, watch): ...   # the same
+    job_faults.exit_if_stopped(summary, stop_signals, rank, model_dir)
+
+A stop request (SIGTERM/SIGINT, see signals.py) reaches every rank in the
+same step (runtime/stop_agreement.py) and rank 0 checkpoints there; NaN
+or Inf averaged gradients (finite_gradients.checked) stop every rank before they
+are applied, in one line naming the step; rank 0 checks the model directory
+and falls back from a damaged checkpoint before any rank trains; a failed
+collective names the lost host (peers.py); a write that fails in the model
+directory (a full disk, a read-only remount) ends the job in one line
+naming the file and the cause, nothing half-written left
+(failed_writes.py). The TF1 jobs' hooks and session
+do the same in a graph (hooks.StopRequestHook, graph_job.Runtime).
+"""
+import contextlib
+import os
+import sys
+
+from absl import logging
+import tensorflow.compat.v2 as tf
+
+from legacy_hvd.checkpoints import resume
+from legacy_hvd.common import checkpoint_state
+from legacy_hvd.common import cli
+from legacy_hvd.common import signals
+from legacy_hvd.faults import failed_writes
+from legacy_hvd.faults import peers
+from legacy_hvd.model import cnn
+from legacy_hvd.model import finite_gradients
+from legacy_hvd.runtime import startup
+
+
+def tf2_checkpoint_shapes():
+  """cnn.PARAM_SHAPES by the keys of a TF2 object checkpoint."""
+  return {resume.tf2_key(name): shape
+          for name, shape in cnn.PARAM_SHAPES.items()}
+
+
+def model_dir_checks(model_dir, expected_shapes, migrate=None):
+  """Rank 0's checks (for startup.check_on_rank0): makes the directory,
+  proves it writable, picks an intact checkpoint to resume from and
+  removes what a failed write left (saying so).
+  migrate(): legacy_hvd.checkpoints.migration's check or conversion for this
+  trainer, True when it took care of another trainer's checkpoint."""
+  def checks():
+    startup.prepare_model_dir(model_dir)
+    if migrate is None or not migrate():
+      resume.prepare_resume(model_dir, expected_shapes)
+    failed_writes.log_removed_at_start(model_dir)
+  return checks
+
+
+def end_on_write_failure(model_dir, watch):
+  """Around training and results: a write that fails ends this rank in one
+  line naming the file and the cause (failed_writes.end_on_failure)."""
+  # Horovod: the other ranks, waiting in a collective for this one, are
+  # told that it failed; they name it in one line and exit.
+  return failed_writes.end_on_failure(model_dir, watch.mark_failed)
+
+
+def fail_diverged(progress):
+  """The one line when finite_gradients.checked stopped a step (every rank
+  in the same)."""
+  cli.fail(f"training diverged at step {progress.last_step + 1}: the "
+           "averaged gradients hold NaN or Inf (last loss "
+           f"{progress.last_values.get('loss')}); stopped before "
+           "applying them, the last checkpoint is untouched")
+
+
+def end_on_error(error, progress, size, watch):
+  """After a failed step: the divergence line, or the lost host's line
+  (peers.LossWatch ends the rank), else re-raises `error`."""
+  if finite_gradients.is_non_finite_gradient(error):
+    fail_diverged(progress)
+  # Horovod: a failed collective ends every rank; if a host was lost, the
+  # first surviving rank names it in one line.
+  if size == 1 or not watch.check():
+    raise error
+
+
+@contextlib.contextmanager
+def end_on_failed_step(progress, size, watch):
+  """end_on_error for a failed step (a tf.errors.OpError) in the block."""
+  try:
+    yield
+  except tf.errors.OpError as e:
+    end_on_error(e, progress, size, watch)
+
+
+def watch_lost_hosts(roster, rank, size, model_dir):
+  """Starts peers.LossWatch over the gathered `roster` (np > 1)."""
+  watch = peers.LossWatch(
+      roster, lambda lost: report_lost_peers(roster, lost, rank, model_dir),
+      cli.LOST_PEER, cli.REPORTER_HEAD_START, stand_down=cli.exiting)
+  if size > 1:
+    watch.start()
+  return watch
+
+
+def report_lost_peers(roster, lost, rank, model_dir):
+  """The first surviving rank: one line naming the lost host(s) or stuck or
+  failed rank(s), rank 0's last checkpoint and how to resume (the same
+  line as legacy_hvd.train's)."""
+  # A host where some rank still answers is up: it keeps all its slots (a
+  # rank of it that ended died of the loss or of its own fault, not of
+  # its host's).
+  remaining = ",".join(
+      f"{host}:{len(ranks)}" for host, ranks in roster.hosts().items()
+      if any(r not in lost for r in ranks))
+  if rank == 0:
+    step = checkpoint_state.latest_step(model_dir)
+    saved = (f"rank 0's last checkpoint is step {step} in {model_dir}"
+             if step else "rank 0 has saved no checkpoint yet")
+  else:
+    saved = (f"rank 0's last checkpoint is in {model_dir} on "
+             f"{roster.ranks[0][0]}")
+  if set(lost.values()) == {peers.FAILED}:   # an error, not a lost host
+    line = (f"{roster.describe(lost)} (see its error); the job stops. "
+            f"{saved}")
+  elif os.environ.get(cli.SLURM_PLAN):
+    line = (f"lost {roster.describe(lost)}; the job stops. {saved}; the "
+            "Slurm launcher requeues it without the failed node, within "
+            "its --max_restarts")
+  else:
+    line = (f"lost {roster.describe(lost)}; the job stops. {saved}; "
+            f"relaunch on the remaining hosts (-H {remaining}) to resume")
+  print(cli.error_line(line), file=sys.stderr, flush=True)
+
+
+def exit_if_stopped(summary, stop_signals, rank, model_dir,
+                    wait_for_all=None):
+  """After train(): when a stop signal ended training (summary None), rank 0
+  says where it saved, and every rank exits as the signal asks, at once.
+  wait_for_all(): a collective every rank meets first, so that none exits
+  (and its launcher ends the others) before rank 0 has saved and said so.
+
+  At once: horovodrun (and Slurm, after KillWait) kills a rank that is
+  still exiting a few seconds after the signal, and the interpreter's own
+  exit can take longer (the last garbage collection of a graph's objects,
+  tf.data iterators' destructors). Everything that matters is written by
+  now: rank 0's checkpoint and its state file, the summaries, the logs
+  (flushed here); the ranks agreed to stop, so none waits on another.
+  """
+  if summary is not None:
+    return
+  if rank == 0:
+    logging.info("Stopped by %s at step %d; the checkpoint in %s is "
+                 "current: run the same command to resume",
+                 f"signal {stop_signals.requested}" if stop_signals.requested
+                 else "another rank's signal",
+                 checkpoint_state.latest_step(model_dir),
+                 model_dir)
+  logging.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  if wait_for_all is not None:
+    try:
+      wait_for_all()
+    except Exception:  # pylint: disable=broad-except
+      pass   # a rank gone already: nothing is left to wait for
+  code = signals.StopSignals.exit_code(stop_signals.requested)
+  os._exit(code)  # pylint: disable=protected-access

@@ -1,0 +1,138 @@
+"""Keras callbacks of the fit variant, one small callback per concern.
+
+    ProgressCallback(report, learning_rate)   # eager_job.Reporting
+    StopCallback(runtime, last_step)          # all ranks stop together
+    EvaluationCallback(report, stop)          # when due, every rank
+    CheckpointCallback(checkpoints, every_n_steps)   # rank 0 only
+    ExitOnStopCallback(runtime, stop)         # last: the stop's exit
+    BroadcastGlobalVariablesCallback(root_rank)   # Horovod's, on TF 1.15
+
+They are what hooks.py's hooks are to the TF1 job, and call what the TF2
+loop calls after its steps (legacy_hvd/training/eager_job.py). The step is the
+optimizer's `iterations` (the global step, checkpointed with it). Horovod's
+own callbacks (BroadcastGlobalVariablesCallback, MetricAverageCallback) go
+before these in the list: Keras calls callbacks in list order.
+"""
+import horovod.tensorflow as hvd
+import tensorflow.compat.v2 as tf
+
+
+def _step(keras_model):
+  return int(keras_model.optimizer.iterations.numpy())
+
+
+class ProgressCallback(tf.keras.callbacks.Callback):
+  """Hands every step's values to `report` (an eager_job.Reporting):
+  progress, the step log, TensorBoard's scalars on rank 0.
+
+  The values are the step's own (the step_loss and step_accuracy metrics of
+  keras_cnn.batch_metrics), not Keras's running means of the epoch.
+  """
+
+  def __init__(self, report, learning_rate):
+    super().__init__()
+    self._report = report
+    self._learning_rate = learning_rate
+
+  def on_train_begin(self, logs=None):
+    self._report.begin(_step(self.model))
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = _step(self.model)
+    self._report.after_step(step, {
+        "loss": logs["step_loss"], "accuracy": logs["step_accuracy"],
+        # the rate this step applied: a function of the step before
+        "learning_rate": float(self._learning_rate(step - 1))})
+
+  def on_train_end(self, logs=None):
+    self._report.close()
+
+
+class StopCallback(tf.keras.callbacks.Callback):
+  """Stops every rank at the same step: at `last_step`, or once any rank got
+  a stop signal (runtime.agree_to_stop, an eager_job.Runtime's: a
+  one-float allreduce every step)."""
+
+  def __init__(self, runtime, last_step):
+    super().__init__()
+    self._runtime = runtime
+    self._last_step = last_step
+    self.stopped = False
+
+  def on_train_batch_end(self, batch, logs=None):
+    agreed = self._runtime.agree_to_stop(self._runtime.stop_requested())
+    if agreed.numpy() > 0:
+      self.stopped = True
+    if self.stopped or _step(self.model) >= self._last_step:
+      self.model.stop_training = True
+
+
+class EvaluationCallback(tf.keras.callbacks.Callback):
+  """Scores the test set after the steps --eval_every_n_steps names
+  (report.evaluate_if_due, an eager_job.Reporting's).
+
+  Every rank runs it after the same steps (the counts are summed with a
+  collective); after the StopCallback `stop` in the list, so a step where
+  the ranks agreed to stop is not evaluated.
+  """
+
+  def __init__(self, report, stop):
+    super().__init__()
+    self._report = report
+    self._stop = stop
+
+  def on_train_batch_end(self, batch, logs=None):
+    if not self._stop.stopped:
+      self._report.evaluate_if_due(_step(self.model))
+
+
+class CheckpointCallback(tf.keras.callbacks.Callback):
+  """Rank 0: saves every `every_n_steps` steps and where training ends (at
+  the last step, or where a stop signal stopped every rank), through
+  `checkpoints` (an eager_job.Checkpoints)."""
+
+  def __init__(self, checkpoints, every_n_steps):
+    super().__init__()
+    self._checkpoints = checkpoints
+    self._every_n = every_n_steps
+
+  def on_train_batch_end(self, batch, logs=None):
+    self._checkpoints.save_every(_step(self.model), self._every_n)
+
+  def on_train_end(self, logs=None):
+    self._checkpoints.save_at_end(_step(self.model))
+
+
+class ExitOnStopCallback(tf.keras.callbacks.Callback):
+  """Once the ranks agreed to stop (the StopCallback `stop`), every rank
+  exits in on_train_end (runtime.exit_on_stop), after the callbacks before
+  it (rank 0's CheckpointCallback saves the stop's step) and before fit
+  closes its input. Add it last."""
+
+  def __init__(self, runtime, stop):
+    super().__init__()
+    self._runtime = runtime
+    self._stop = stop
+
+  def on_train_end(self, logs=None):
+    self._runtime.exit_on_stop(self._stop.stopped)
+
+
+class BroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
+  """Horovod's BroadcastGlobalVariablesCallback where Horovod's own fails:
+  on TF 1.15 with v2 behaviour it calls Variable.ref(), a TF 2 method
+  (compat.VARIABLE_REF). The same broadcast at the same point: after the
+  first batch, the model's and then the optimizer's variables."""
+
+  def __init__(self, root_rank):
+    super().__init__()
+    self._root_rank = root_rank
+    self._done = False
+
+  def on_batch_end(self, batch, logs=None):
+    if not self._done:
+      # Horovod: rank 0's weights and optimizer state everywhere.
+      hvd.broadcast_variables(self.model.variables, self._root_rank)
+      # (`weights`: Horovod's `variables()` returns values on TF 1.15.)
+      hvd.broadcast_variables(self.model.optimizer.weights, self._root_rank)
+      self._done = True

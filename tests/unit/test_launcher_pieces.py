@@ -1,0 +1,141 @@
+"""The launcher side's shared pieces, in-process: the atomic JSON write,
+the host flags, the signal recorder; and that the launchers import no
+TensorFlow."""
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from absl import flags
+import pytest
+
+from flags import hosts as hosts_flags
+from flags import preflight as preflight_flags
+from flags import supervise as supervise_flags
+from legacy_hvd.common import json_files
+from legacy_hvd.common import signals
+from legacy_hvd.faults import failed_writes
+from tests.helpers import REPO
+
+
+def test_a_json_file_is_written_whole(tmp_path):
+  path = str(tmp_path / "results.json")
+  assert json_files.write_json(path, {"b": 1, "a": [2]}) == path
+  with open(path) as f:
+    assert f.read() == '{\n  "a": [\n    2\n  ],\n  "b": 1\n}\n'
+  json_files.write_json(path, {"c": 3})
+  with open(path) as f:
+    assert json.load(f) == {"c": 3}
+  assert os.listdir(str(tmp_path)) == ["results.json"]
+
+
+def test_a_failed_json_write_leaves_no_temporary_file(tmp_path):
+  # The rename fails (a directory stands at the path), after the temporary
+  # file was written in full.
+  path = tmp_path / "results.json"
+  path.mkdir()
+  with pytest.raises(OSError) as failed:
+    json_files.write_json(str(path), {"a": 1})
+  assert failed.value.errno == errno.EISDIR
+  assert failed_writes.written_name(failed.value.filename) == str(path)
+  assert os.listdir(str(tmp_path)) == ["results.json"]
+
+
+def test_a_failed_write_is_named_after_its_file(tmp_path):
+  path = str(tmp_path / "gone" / "results.json")
+  with pytest.raises(OSError) as failed:
+    json_files.write_json(path, {"a": 1})
+  assert failed_writes.written_name(failed.value.filename) == path
+
+
+def test_write_faults_knows_the_temporary_name():
+  assert failed_writes.written_name("/m/world.json.tmp-4242") == "/m/world.json"
+
+
+def parse(define, *args):
+  values = flags.FlagValues()
+  define(values)
+  values(["prog", *args])
+  return values
+
+
+def test_the_launchers_share_one_set_of_host_flags():
+  preflight = parse(preflight_flags.define_preflight, "-H", "lh1:2")
+  supervise = parse(supervise_flags.define_supervise, "-H", "lh1:2")
+  shared = ("hosts", "hostfile", "network_interface", "ssh_timeout",
+            "ssh_port")
+  for name in shared:
+    assert preflight[name].help == supervise[name].help, name
+    assert preflight[name].default == supervise[name].default, name
+  assert preflight.ssh_timeout == hosts_flags.SSH_TIMEOUT == 10
+
+
+@pytest.mark.parametrize("define,args,message", [
+    (preflight_flags.define_preflight, [], "exactly one of -H/--hosts and "
+     "--hostfile"),
+    (supervise_flags.define_supervise, ["-H", "a:1", "--hostfile=f"],
+     "exactly one of -H/--hosts, --hostfile and --host_discovery_script"),
+    (supervise_flags.define_supervise, ["-H", "a:1", "--ssh_timeout=0"],
+     "--ssh_timeout must be a positive integer"),
+])
+def test_bad_host_flags_are_rejected(define, args, message):
+  with pytest.raises(flags.IllegalFlagValueError, match=message):
+    parse(define, *args)
+
+
+class Forwarded(signals.Recorder):
+
+  def __init__(self):
+    super().__init__((signal.SIGUSR1, signal.SIGUSR2))
+    self.reacted = []
+
+  def react(self, signum):
+    self.reacted.append((signum, self.first))
+
+
+def test_the_recorder_records_each_signal_and_reacts_first():
+  before = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGUSR2)}
+  try:
+    received = Forwarded().install()
+    assert (received.first, received.seen) == (0, set())
+    os.kill(os.getpid(), signal.SIGUSR2)
+    os.kill(os.getpid(), signal.SIGUSR1)
+    os.kill(os.getpid(), signal.SIGUSR2)
+  finally:
+    for signum, handler in before.items():
+      signal.signal(signum, handler)
+  assert received.first == signal.SIGUSR2
+  assert received.seen == {signal.SIGUSR1, signal.SIGUSR2}
+  # react() sees what came before the signal it is given.
+  assert received.reacted == [(signal.SIGUSR2, 0),
+                              (signal.SIGUSR1, signal.SIGUSR2),
+                              (signal.SIGUSR2, signal.SIGUSR2)]
+
+
+def test_a_trainers_stop_request_is_the_first_signal():
+  before = signal.getsignal(signal.SIGTERM)
+  try:
+    stop = signals.StopSignals()
+    stop.signums = (signal.SIGTERM,)
+    stop.install()
+    assert stop.requested == 0
+    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGTERM)   # the same request again
+  finally:
+    signal.signal(signal.SIGTERM, before)
+  assert stop.requested == signal.SIGTERM
+  assert signals.StopSignals.exit_code(stop.requested) == 143
+  assert signals.StopSignals.exit_code(0) == 143
+
+
+def test_the_launchers_import_no_tensorflow():
+  code = ("import sys; from legacy_hvd import supervise, slurm, preflight; "
+          "from legacy_hvd.launch import run_outcome; from legacy_hvd.common import json_files; "
+          "print(sorted(m for m in ('tensorflow', 'horovod') "
+          "if m in sys.modules))")
+  done = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                        stdout=subprocess.PIPE, universal_newlines=True,
+                        check=True, timeout=60)
+  assert done.stdout.strip() == "[]"

@@ -1,0 +1,105 @@
+"""legacy_hvd.launch.run_outcome: how a run under the supervisor ended, judged from
+what its ranks printed (the lines of docs/faults.md, behind horovodrun's
+tags) and whether rank 0 wrote results.json during it."""
+import json
+import os
+
+from legacy_hvd.launch import run_outcome
+
+LOST_LH2 = (
+    "[2]<stderr>:legacy_hvd.train: error: on lh1: lost host lh2 (ranks 2, 3: "
+    "host unreachable); the job stops. rank 0's last checkpoint is step 100 "
+    "in /scratch/runs/cifar10; relaunch on the remaining hosts (-H lh1:2) "
+    "to resume\n")
+RANK0_FAILED = (
+    "[1]<stderr>:legacy_hvd.train: error: rank 0 on host lh1 failed (see its "
+    "error); the job stops. rank 0's last checkpoint is in "
+    "/scratch/runs/cifar10 on lh1\n")
+PROGRESS = "[0]<stderr>:I1202 06:00:00 step 100: loss 1.93, 812 images/sec\n"
+
+
+def lines_of(*texts):
+  lines = run_outcome.Lines()
+  for text in texts:
+    lines.add(text)
+  return lines
+
+
+def test_a_lost_host_is_named_and_left_out(tmp_path):
+  mark = run_outcome.results_mark(str(tmp_path))
+  outcome = lines_of(PROGRESS, LOST_LH2).outcome(1, str(tmp_path), mark)
+  assert outcome.kind == run_outcome.LOST
+  assert outcome.code == 1
+  assert outcome.what == "host lh2 (ranks 2, 3: host unreachable)"
+  assert outcome.dropped == {"lh2": "host unreachable"}
+  assert outcome.line == LOST_LH2[len("[2]<stderr>:"):].rstrip("\n")
+
+
+def test_every_survivors_lost_hosts_are_left_out(tmp_path):
+  # Two survivors on two hosts each saw another host go; the first line is
+  # the one shown.
+  first = ("[0]<stderr>:legacy_hvd.train: error: on lh1: lost host lh3 "
+           "(rank 2: process ended); the job stops. ...\n")
+  second = ("[1]<stderr>:legacy_hvd.train: error: on lh2: lost rank 3 of 4 "
+            "on host lh4 (not answering: stopped or stuck); the job stops. "
+            "...\n")
+  outcome = lines_of(first, second).outcome(1, str(tmp_path), None)
+  assert outcome.kind == run_outcome.LOST
+  assert outcome.what == "host lh3 (rank 2: process ended)"
+  assert outcome.dropped == {
+      "lh3": "process ended",
+      "lh4": "rank 3 of 4 on host lh4 (not answering: stopped or stuck)"}
+
+
+def test_a_rank_that_died_alone_leaves_its_host_in(tmp_path):
+  # Its process ended on a host whose other rank answers: the host is up.
+  alone = ("[1]<stderr>:legacy_hvd.train: error: lost rank 1 of 2 on host "
+           "lh1 (process ended); the job stops. ...\n")
+  outcome = lines_of(alone).outcome(1, str(tmp_path), None)
+  assert outcome.kind == run_outcome.LOST and outcome.dropped == {}
+
+
+def test_a_ranks_own_error_is_a_failure_not_a_loss(tmp_path):
+  outcome = lines_of(PROGRESS, RANK0_FAILED).outcome(1, str(tmp_path), None)
+  assert outcome.kind == run_outcome.FAILED
+  assert outcome.line == RANK0_FAILED[len("[1]<stderr>:"):].rstrip("\n")
+  assert outcome.what is None and outcome.dropped == {}
+
+
+def test_results_written_during_the_run_mean_it_trained(tmp_path):
+  results = tmp_path / "results.json"
+  results.write_text("{}")
+  os.utime(results, ns=(0, 0))   # an older run's
+  mark = run_outcome.results_mark(str(tmp_path))
+  # horovodrun's code may read 0 after a stopped rank: not enough alone.
+  assert lines_of(PROGRESS).outcome(0, str(tmp_path),
+                                    mark).kind == run_outcome.OTHER
+  results.write_text('{"steps": 200}')   # rank 0, at the end of this run
+  # Written: trained, whatever else the ranks printed or the code says.
+  assert lines_of(LOST_LH2).outcome(1, str(tmp_path),
+                                    mark).kind == run_outcome.TRAINED
+
+
+def test_a_clean_exit_counts_when_the_model_dir_is_on_another_host(tmp_path):
+  elsewhere = str(tmp_path / "on-lh2")
+  assert lines_of(PROGRESS).outcome(0, elsewhere,
+                                    None).kind == run_outcome.TRAINED
+  assert lines_of(PROGRESS).outcome(1, elsewhere,
+                                    None).kind == run_outcome.OTHER
+
+
+def test_the_restarts_are_added_to_results_json(tmp_path):
+  (tmp_path / "results.json").write_text(json.dumps({"steps": 200}))
+  restarts = [{"restart": 1, "resumed_at_step": 100, "hosts": "lh1:2",
+               "np": 2, "lost": "host lh2 (ranks 2, 3: host unreachable)",
+               "dropped": {"lh2": "host unreachable"}, "seconds": 12.5}]
+  path = run_outcome.record_restarts(str(tmp_path), restarts)
+  assert path == str(tmp_path / "results.json")
+  assert json.loads((tmp_path / "results.json").read_text()) == {
+      "steps": 200, "restarts": restarts}
+  assert os.listdir(tmp_path) == ["results.json"]   # no temporary file left
+
+
+def test_no_restarts_recorded_without_a_results_json(tmp_path):
+  assert run_outcome.record_restarts(str(tmp_path), []) is None
+  assert os.listdir(tmp_path) == []
