@@ -28,16 +28,27 @@ def pytest_configure(config):
       "and leaves it to the default stack's run")
 
 
-# Two streams, one per core: the tests on the test hosts (mostly waiting on
-# time-outs, ssh and the scheduler) beside the local ones. The Makefile runs
-# pytest with `-n 2 --dist loadgroup`; without xdist the marks do nothing.
-HOSTS_GROUP, LOCAL_GROUP = "test-hosts", "local"
+# Two streams, one per core (the Makefile runs pytest with `-n 2 --dist
+# loadgroup`; without xdist the marks do nothing). xdist hands out whole
+# groups, each to whichever worker is free, so what a group's tests share is
+# made once: the tests on the test hosts are one group (one set of hosts and
+# one Slurm; they mostly wait on time-outs, ssh and the scheduler, beside
+# the local tests' CPU); the readers of a shared run one group per run; every
+# other module one group (its module fixtures).
+SHARED_GROUPS = [("test-hosts", {"test_hosts"}),
+                 ("tf1-run", {"tf1_run", "tf1_evaluation"}),
+                 ("tf2-run", {"tf2_run"})]
 
 
+# tryfirst: xdist's worker reads the marks in this same hook, and it is
+# registered after this file (without it the marks went unread, and each
+# worker made its own test hosts, Slurm and shared runs).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
   for item in items:
-    group = (HOSTS_GROUP if "test_hosts" in item.fixturenames
-             else LOCAL_GROUP)
+    group = next((group for group, fixtures in SHARED_GROUPS
+                  if fixtures & set(item.fixturenames)),
+                 item.module.__name__)
     item.add_marker(pytest.mark.xdist_group(group))
 
 
@@ -105,9 +116,10 @@ def tf1_run(tmp_path_factory):
   finished run: results.json and rank-0-only files, the ranks' start
   lines, Horovod's timeline and autotune log and the step log (`files`),
   the periodic evaluation, evaluate, export, predict, plot. A test that
-  changes the run works on a copy (shared_runs.copy_run)."""
+  changes the run works on a copy (shared_runs.copy_run). Started as
+  users start the job: by the `horovodrun` script itself."""
   root = tmp_path_factory.mktemp("tf1-run")
-  return finished_run(root, "legacy_hvd.train", [], env={
+  return finished_run(root, "legacy_hvd.train", [], console_script=True, env={
       "HOROVOD_TIMELINE": str(root / "timeline.json"),
       "HOROVOD_AUTOTUNE": "1",
       "HOROVOD_AUTOTUNE_LOG": str(root / "autotune.csv"),

@@ -34,16 +34,18 @@ CIFAR10_JPEG = os.environ.get(
     "LEGACY_HVD_CIFAR10_JPEG", os.path.join(SHARED, "data", "cifar10-jpeg.tar.gz"))
 CIFAR10_CONVERTER = os.path.join(SHARED, "tools", "cifar10_jpeg_to_bin.py")
 JOB_TIMEOUT = 240   # seconds for one horovodrun job in a test
+# horovodrun as the suite starts it (launcher.py).
+LAUNCHER = os.path.join(REPO, "tests", "helpers", "launcher.py")
 
 
 def job_argv(np, module, args, launcher_args=None, python=None,
-             wrapper=None, launcher=None):
+             wrapper=None, launcher=None, console_script=False):
   """`horovodrun --gloo -np N <launcher_args> python -m module args`, as a
   list.
 
   launcher_args: horovodrun's host options (default `-H localhost:N`);
-  python: the ranks' Python (default this one; the horovodrun beside it
-  then launches, for another stack); wrapper: a shell snippet each rank
+  python: the ranks' Python (default this one; Horovod's launcher under
+  it then launches, for another stack); wrapper: a shell snippet each rank
   runs before python (a umask, say); launcher: a whole other launcher's
   argv instead of horovodrun's (mpirun ...).
   """
@@ -51,13 +53,17 @@ def job_argv(np, module, args, launcher_args=None, python=None,
   if wrapper:
     program = ["sh", "-c", f'{wrapper}; exec "$@"', "rank", *program]
   if launcher is None:
-    horovodrun = ("horovodrun" if python is None else
-                  os.path.join(os.path.dirname(python), "horovodrun"))
-    # --gloo, the controller every stack here is built with: without it
-    # horovodrun first asks whether Horovod was built with MPI, importing
-    # TensorFlow in a child process at every launch (about 3 s of CPU).
-    launcher = [horovodrun, "--gloo", "-np", str(np),
-                *(launcher_args or ["-H", f"localhost:{np}"])]
+    # Horovod's launcher under the ranks' Python, without its per-launch
+    # build probe (launcher.py says why), or the `horovodrun` script itself
+    # (console_script=True). --gloo, the controller every stack here is
+    # built with: without it horovodrun first asks whether Horovod was
+    # built with MPI, importing TensorFlow in a child process.
+    launcher = (
+        [os.path.join(os.path.dirname(python or sys.executable),
+                      "horovodrun")] if console_script else
+        [python or sys.executable, LAUNCHER])
+    launcher += ["--gloo", "-np", str(np),
+                 *(launcher_args or ["-H", f"localhost:{np}"])]
   return [*launcher, *program]
 
 

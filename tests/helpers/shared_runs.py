@@ -25,8 +25,10 @@ SHARED_STEPS = 40
 SHARED_EVAL_EVERY = 20
 
 
-def finished_run(root, module, args, env=None):
-  """horovodrun -np 2 of `module` on the generated data, to its end."""
+def finished_run(root, module, args, env=None, console_script=False):
+  """horovodrun -np 2 of `module` on the generated data, to its end
+  (console_script: started by the `horovodrun` script itself, not the
+  suite's launcher: helpers.job_argv)."""
   data_dir = embedded.ensure_generated(str(root / "data"))
   model_dir = root / "model"
   process = horovodrun(2, module, [
@@ -35,7 +37,8 @@ def finished_run(root, module, args, env=None):
       f"--save_checkpoints_steps={SHARED_STEPS // 2}",
       f"--eval_every_n_steps={SHARED_EVAL_EVERY}",
       f"--step_log={root / 'steps.jsonl'}", *args],
-                       env=env, wrapper=RANK_UMASK)
+                       env=env, wrapper=RANK_UMASK,
+                       console_script=console_script)
   assert_ok(process)
   return Run(model_dir, data_dir, process.stdout + process.stderr, root)
 

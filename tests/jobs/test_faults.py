@@ -99,7 +99,7 @@ Stopped = collections.namedtuple(
 
 @pytest.fixture(scope="module")
 def stopped_runs(tmp_path_factory):
-  """trainer -> its Stopped run: started, SIGTERM once past step 60,
+  """trainer -> its Stopped run: started, SIGTERM once past step 20,
   resumed for 10 more steps; each trainer's runs once, read by the SIGTERM
   test and (for the trainers without a shared run) the damaged-checkpoint
   test."""
@@ -124,7 +124,7 @@ def stop_and_resume(trainer, root):
         f"--model_dir={model_dir}", "--log_every_n_steps=10",
         f"--data_dir={data_dir}", "--max_steps=5000",
         "--save_checkpoints_steps=100000"], log, env={"TMPDIR": str(tmp)})
-    wait_for(lambda: "step 60:" in log_path.read_text(), 180, "step 60")
+    wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=PROMPT_EXIT_SECONDS)
   output = log_path.read_text()
@@ -154,7 +154,7 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step(trainer,
   # with every rank's lost, horovodrun exits 0. So check each code it saw.
   assert set(re.findall(r"exit with status code (\d+)", run.output)) <= {"143"}
   # Saved where the ranks stopped, far from any periodic checkpoint.
-  assert run.step >= 60 and saved == run.step
+  assert run.step >= 20 and saved == run.step
   assert "]<stderr>:Traceback" not in run.output
   # The stop's exit removes what a rank made for itself (the Estimator's
   # scratch model directory on ranks 1..N).
