@@ -1,5 +1,6 @@
 """Fixtures: real CIFAR-10 (rebuilt from ../shared), isolated caches, test
 hosts, and the finished runs that many tests read."""
+import fcntl
 import hashlib
 import json
 import os
@@ -70,22 +71,23 @@ def real_cifar10(tmp_path_factory):
       digest.update(f.read())
   kept = os.path.join(os.path.expanduser("~"), ".cache", "legacy-hvd",
                       "cifar10-bin-" + digest.hexdigest()[:16])
-  if not os.path.isdir(kept):
-    out = tmp_path_factory.mktemp("cifar10")
-    # The converter decodes the JPEGs eagerly with TF 2: on the TF 1.15
-    # stack it runs with the default stack's Python, which the Makefile
-    # hands over.
-    python = os.environ.get("LEGACY_HVD_TF2_PYTHON", sys.executable)
-    subprocess.run([python, CIFAR10_CONVERTER, str(out), "--archive",
-                    CIFAR10_JPEG], check=True, capture_output=True,
-                   timeout=600)
-    # Complete or absent: copied beside, then renamed into place.
-    partial = "{}.partial-{}".format(kept, os.getpid())
-    shutil.copytree(str(out), partial)
-    try:
+  os.makedirs(os.path.dirname(kept), exist_ok=True)
+  with open(kept + ".lock", "w") as lock:
+    # One conversion at a time: a second worker waits, then finds it made.
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not os.path.isdir(kept):
+      out = tmp_path_factory.mktemp("cifar10")
+      # The converter decodes the JPEGs eagerly with TF 2: on the TF 1.15
+      # stack it runs with the default stack's Python, which the Makefile
+      # hands over.
+      python = os.environ.get("LEGACY_HVD_TF2_PYTHON", sys.executable)
+      subprocess.run([python, CIFAR10_CONVERTER, str(out), "--archive",
+                      CIFAR10_JPEG], check=True, capture_output=True,
+                     timeout=600)
+      # Complete or absent: copied beside, then renamed into place.
+      partial = "{}.partial-{}".format(kept, os.getpid())
+      shutil.copytree(str(out), partial)
       os.rename(partial, kept)
-    except OSError:   # another session kept it first
-      shutil.rmtree(partial)
   return os.path.join(kept, "cifar-10-batches-bin")
 
 

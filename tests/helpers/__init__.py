@@ -17,6 +17,8 @@ tests/conftest.py; no test imports from it or from another test module):
   cifar10_layouts  CIFAR-10 written in each official layout, and damaged
   hostjobs         the main job launched on the test hosts
   slurmjobs        the job submitted to the test hosts' Slurm
+  launcher         horovodrun as the suite starts it (without its
+                   per-launch build probe)
   workers/         programs a test runs as ranks, or under another stack
 """
 import json

@@ -6,8 +6,11 @@ and results.json call things.
       trainer.checkpoint           # the checkpoint prefix: "ckpt"
       trainer.weights              # two weight names inside its checkpoints
       trainer.path                 # results.json's "path"
+    @pytest.mark.parametrize("trainer", legacy_stack_runs_graph_jobs())
 """
 import collections
+
+import pytest
 
 from legacy_hvd.common import compat
 
@@ -33,3 +36,20 @@ TRAINERS = [
 if compat.estimator() is not None:   # tf.estimator: TF <= 2.15
   TRAINERS.append(Trainer("legacy_hvd.train_estimator", "model.ckpt",
                           ["conv1/weights", "dense/weights"], "estimator"))
+
+
+def legacy_stack_runs_graph_jobs():
+  """TRAINERS as pytest parameters, the TF2 twins marked one_stack.
+
+  On the TF 1.15 stack, the legacy clusters' own, the graph jobs (the TF1
+  job, the Estimator job) are what runs in production: they get every
+  fault test there. The TF2 twins run there to be compared with and
+  migrated to (their shared runs, migration, compare_paths, and their
+  stop: the SIGTERM test takes every trainer on both stacks); their other
+  fault paths go through the runtime the graph jobs share
+  (training/job_faults, checkpoints/resume) and are tested on the default
+  stack, where they are written for.
+  """
+  return [pytest.param(trainer, id=str(trainer), marks=(
+      [pytest.mark.one_stack] if trainer.path in ("tf2", "keras-fit")
+      else [])) for trainer in TRAINERS]

@@ -20,7 +20,7 @@ from legacy_hvd.data import embedded
 from tests.helpers import (assert_ok, error_lines, horovodrun, rank_pid,
                            read_results, start, wait_for)
 from tests.helpers.shared_runs import copy_run
-from tests.helpers.trainers import TRAINERS
+from tests.helpers.trainers import TRAINERS, legacy_stack_runs_graph_jobs
 
 PROMPT_EXIT_SECONDS = 30
 
@@ -163,7 +163,7 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step(trainer,
   assert results["start_step"] == run.step and results["weights_in_sync"]
 
 
-@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+@pytest.mark.parametrize("trainer", legacy_stack_runs_graph_jobs())
 def test_nan_stops_naming_the_step_and_keeps_good_checkpoint(
     tmp_path, trainer, isolated_cache):
   model_dir = tmp_path / "model"
@@ -209,7 +209,7 @@ def finished_run(trainer, request, stopped_runs, tmp_path):
       *evaluated(trainer)]
 
 
-@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+@pytest.mark.parametrize("trainer", legacy_stack_runs_graph_jobs())
 def test_damaged_latest_checkpoint_falls_back_and_resumes(
     tmp_path, trainer, request, stopped_runs, isolated_cache):
   model_dir, args = finished_run(trainer, request, stopped_runs, tmp_path)
@@ -269,13 +269,15 @@ def test_checkpoint_of_another_model_is_one_line(tmp_path):
 # point shares (startup.before_horovod): one trainer shows it, on one stack
 # (those checks are os.path calls and the project's cli, no TensorFlow).
 # An unwritable directory is found by rank 0 after hvd.init(), in a session
-# (TF1) or eagerly (the TF2 variants): every trainer shows it, on each stack.
+# (TF1) or eagerly (the TF2 variants): every trainer shows it (on the TF 1.15
+# stack the graph jobs: trainers.legacy_stack_runs_graph_jobs).
 @pytest.mark.parametrize("trainer, model_dir, expected", [
     *(pytest.param(TRAINERS[0], path, "is a file; expected a directory",
                    marks=pytest.mark.one_stack)
       for path in ("{tmp}/file", "{tmp}/file/sub")),
-    *((trainer, "/sys/legacy_hvd_test_model", "not writable")
-      for trainer in TRAINERS)])
+    *(pytest.param(*trainer.values, "/sys/legacy_hvd_test_model",
+                   "not writable", marks=trainer.marks)
+      for trainer in legacy_stack_runs_graph_jobs())])
 def test_unusable_model_dir_is_one_line(tmp_path, trainer, model_dir,
                                         expected):
   (tmp_path / "file").write_text("not a directory")
