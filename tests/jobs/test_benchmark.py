@@ -13,8 +13,8 @@ from tests.helpers import REPO, assert_ok
 def test_benchmark_reports_cases_and_ratios(tmp_path, isolated_cache):
   out = tmp_path / "bench"
   process = subprocess.run(
-      [sys.executable, "tools/benchmark.py", "--out", str(out), "--steps", "20",
-       "--warmup", "10", "--repeats", "2",
+      [sys.executable, "tools/benchmark.py", "--out", str(out), "--steps", "10",
+       "--warmup", "5", "--repeats", "2",
        "--cases", "bare,tf1-np1,tf1-np1-synthetic,tf1-np1-plain"], cwd=REPO,
       capture_output=True, text=True, timeout=600)
   assert_ok(process)

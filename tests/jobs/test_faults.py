@@ -45,20 +45,20 @@ def saved_steps(model_dir, prefix):
 def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,
                                                             isolated_cache):
   model_dir = tmp_path / "model"
-  # Killed just after the checkpoint at 40, long before the end; the
+  # Killed just after the checkpoint at 20, long before the end; the
   # relaunch then trains the rest, from that checkpoint.
-  args = ["--max_steps=100", "--save_checkpoints_steps=40"]
+  args = ["--max_steps=100", "--save_checkpoints_steps=20"]
   with open(tmp_path / "first.log", "w") as log:
     job = launch(2, model_dir, log, *args)
-    wait_for(lambda: (checkpoint_step(model_dir) or 0) >= 40, 180,
-             "a checkpoint at step 40")
+    wait_for(lambda: (checkpoint_step(model_dir) or 0) >= 20, 180,
+             "a checkpoint at step 20")
     os.kill(rank_pid(model_dir, 1), signal.SIGKILL)
     killed_at = time.monotonic()
     job.wait(timeout=PROMPT_EXIT_SECONDS)
   assert time.monotonic() - killed_at < PROMPT_EXIT_SECONDS
   assert job.returncode != 0
   saved = checkpoint_step(model_dir)
-  assert saved >= 40
+  assert saved >= 20
   reader = tf.train.load_checkpoint(str(model_dir))
   for name in reader.get_variable_to_shape_map():
     assert np.all(np.isfinite(reader.get_tensor(name))) or name == "global_step"
@@ -101,8 +101,7 @@ Stopped = collections.namedtuple(
 def stopped_runs(tmp_path_factory):
   """trainer -> its Stopped run: started, SIGTERM once past step 20,
   resumed for 10 more steps; each trainer's runs once, read by the SIGTERM
-  test and (for the trainers without a shared run) the damaged-checkpoint
-  test."""
+  test and the damaged-checkpoint test."""
   runs = {}
 
   def get(trainer):
@@ -195,15 +194,12 @@ def evaluated(trainer):
   return ["--eval_every_n_steps=20"]
 
 
-def finished_run(trainer, request, stopped_runs, tmp_path):
+def finished_run(trainer, stopped_runs, tmp_path):
   """A copy of a finished run of `trainer` with two checkpoints, and the
-  flags that continue it: the shared 40-step run (conftest.py) where the
-  suite has one, else the SIGTERM test's stopped and resumed run."""
-  shared = {"legacy_hvd.train": "tf1_run", "legacy_hvd.train_tf2": "tf2_run"}
-  if trainer.module in shared:
-    run = request.getfixturevalue(shared[trainer.module])
-  else:
-    run, _ = stopped_runs(trainer)
+  flags that continue it: the SIGTERM test's stopped and resumed run (its
+  checkpoints at the stop and at the end), one per trainer in this module
+  (the suite's shared runs are read in another worker's group)."""
+  run, _ = stopped_runs(trainer)
   return copy_run(run, tmp_path / "model"), [
       "--log_every_n_steps=10", f"--data_dir={run.data_dir}",
       *evaluated(trainer)]
@@ -211,8 +207,8 @@ def finished_run(trainer, request, stopped_runs, tmp_path):
 
 @pytest.mark.parametrize("trainer", legacy_stack_runs_graph_jobs())
 def test_damaged_latest_checkpoint_falls_back_and_resumes(
-    tmp_path, trainer, request, stopped_runs, isolated_cache):
-  model_dir, args = finished_run(trainer, request, stopped_runs, tmp_path)
+    tmp_path, trainer, stopped_runs, isolated_cache):
+  model_dir, args = finished_run(trainer, stopped_runs, tmp_path)
   args = [f"--model_dir={model_dir}", *args]
   first = read_results(model_dir)
   assert first["weights_in_sync"]

@@ -68,8 +68,10 @@ def allowed_cores(pid):
   return allowed
 
 
-@pytest.mark.parametrize("module", ["legacy_hvd.train",
-                                    "legacy_hvd.train_tf2"])
+@pytest.mark.parametrize("module", [
+    "legacy_hvd.train",
+    # The TF2 twins on the default stack: trainers.legacy_stack_runs_graph_jobs.
+    pytest.param("legacy_hvd.train_tf2", marks=pytest.mark.one_stack)])
 def test_a_rank_is_pinned_but_horovods_threads_run_anywhere(tmp_path, module):
   cores = placement.available_cores()
   if len(cores) < 2:

@@ -166,16 +166,12 @@ def test_full_then_read_only_model_dir_each_end_in_one_line_and_resume(
 # their checkpoints and results through the same code (write_faults), so one
 # failing run each shows the same line and the same state left. The
 # Estimator job saves with the TF1 job's Saver, Keras fit with the TF2
-# loop's CheckpointManager (eager_trainer): on the TF 1.15 stack the TF1 job
-# and the TF2 loop show those two paths (the others are one_stack).
-SAVES_LIKE_ANOTHER = ("legacy_hvd.train_estimator", "legacy_hvd.train_keras")
-
-
+# loop's CheckpointManager (eager_job). On the TF 1.15 stack the TF1 job's
+# test above shows the Saver's path, and the TF2 twins' are the default
+# stack's (trainers.legacy_stack_runs_graph_jobs).
 @needs_root
-@pytest.mark.parametrize("trainer", [
-    pytest.param(trainer, marks=[pytest.mark.one_stack]
-                 if trainer.module in SAVES_LIKE_ANOTHER else [])
-    for trainer in TRAINERS[1:]], ids=str)
+@pytest.mark.one_stack
+@pytest.mark.parametrize("trainer", TRAINERS[1:], ids=str)
 def test_full_model_dir_ends_in_one_line(tmp_path, trainer, isolated_cache):
   with mounted_tmpfs(tmp_path / "disk", DISK_MB) as disk:
     fail_on_full_disk(disk, trainer)
