@@ -48,7 +48,7 @@ def legacy_stack_runs_graph_jobs():
   stop: the SIGTERM test takes every trainer on both stacks); their other
   fault paths go through the runtime the graph jobs share
   (training/job_faults, checkpoints/resume) and are tested on the default
-  stack, where they are written for.
+  stack, the one they are written for.
   """
   return [pytest.param(trainer, id=str(trainer), marks=(
       [pytest.mark.one_stack] if trainer.path in ("tf2", "keras-fit")
