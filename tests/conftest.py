@@ -11,13 +11,18 @@ import sys
 import pytest
 
 from legacy_hvd.common import compat
-from tests.helpers import (CIFAR10_CONVERTER, CIFAR10_JPEG, assert_ok,
-                           horovodrun)
+from tests.helpers import (CIFAR10_CONVERTER, CIFAR10_JPEG, LAUNCHER,
+                           assert_ok, horovodrun)
 from tests.helpers.shared_runs import finished_run
 
 # Tests use TF2's eager API in this process; TF 1.15 needs it switched on
 # before any op is built.
 compat.enable_v2_behavior()
+
+# The tools (benchmark, compare_paths) launch their jobs as the suite does:
+# horovodrun's code without its per-launch build probe (tools/stacks.py,
+# tests/helpers/launcher.py).
+os.environ["LEGACY_HVD_HOROVODRUN"] = LAUNCHER
 
 
 def pytest_configure(config):

@@ -197,7 +197,7 @@ def run_case(name, args, work, python=sys.executable):
   os.mkdir(rss_dir)
   total = args.warmup + args.steps
   command = [] if launcher is None else [
-      stacks.horovodrun(python), *launcher, "-np", str(np), "-H",
+      *stacks.horovodrun(python), *launcher, "-np", str(np), "-H",
       f"localhost:{np}"]
   # Every rank runs under tools/peak_rss.py, which records its peak RSS.
   command += [python, "-m", "tools.peak_rss", rss_dir, module,

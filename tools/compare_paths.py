@@ -195,7 +195,7 @@ def run_path(name, module, extra, args, python=sys.executable):
            f"--intra_op_threads={args.threads}",
            f"--inter_op_threads={args.threads}", *held_out_flags(args),
            *extra, *args.trainer_flags]
-  command = [stacks.horovodrun(python), "--gloo", "-np", str(args.np), "-H",
+  command = [*stacks.horovodrun(python), "--gloo", "-np", str(args.np), "-H",
              f"localhost:{args.np}", python, "-m", module, *flags]
   env = dict(os.environ)
   if args.onednn == "off":

@@ -13,9 +13,11 @@ so here it is that answer. Everything else is horovodrun's: its arguments,
 the rendezvous, ssh to the test hosts, starting the ranks, passing their
 output through and ending them.
 
-The unchanged console script still runs in the suite: the shared TF1 run
-(conftest.tf1_run), the tools (compare_paths, benchmark) and the
-supervisor start the `horovodrun` beside their Python.
+The tools (compare_paths, benchmark) start it too (tests/conftest.py names
+it in LEGACY_HVD_HOROVODRUN, which tools/stacks.py reads). The unchanged
+console script still runs in the suite: the shared TF1 run
+(conftest.tf1_run) and the supervisor start the `horovodrun` beside their
+Python.
 """
 import sys
 

@@ -23,7 +23,7 @@ from tests.helpers import REPO, error_lines
 # stops within a step or two), short on 2 cores: the uninterrupted job, the
 # requeued one and (on the TF 1.15 stack) the completed one run all of them
 # on 4 ranks.
-STEPS = 100
+STEPS = 60
 FLAGS = ["--deterministic", "--max_steps={}".format(STEPS),
          "--log_every_n_steps=10", "--save_checkpoints_steps=100000"]
 JOB_TIMEOUT = 240      # seconds for one job (2 shared cores)
@@ -178,7 +178,7 @@ def test_other_trainers_stop_and_requeue(slurm, data_dir, module, how):
   # job still RUNNING: the launcher requeues it. One rank per host: the
   # TF2 start-up, twice, is most of these tests' time.
   name = module.rsplit(".", 1)[1]
-  job = slurmjobs.submit(slurm, name, ["--max_steps=200",
+  job = slurmjobs.submit(slurm, name, ["--max_steps=60",
                                        "--log_every_n_steps=10"],
                          data_dir, module=module, tasks_per_node=1)
   slurmjobs.wait_for_line(job, "step 10:", JOB_TIMEOUT)

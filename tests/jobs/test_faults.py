@@ -5,7 +5,6 @@ loop, legacy_hvd.train_tf2, and Keras fit, legacy_hvd.train_keras) and the
 Estimator job (legacy_hvd.train_estimator, where tf.estimator exists): the
 same behaviour and messages."""
 import collections
-import json
 import os
 import re
 import signal
@@ -293,20 +292,3 @@ def test_unknown_flag_is_one_line(tmp_path):
   assert process.returncode != 0
   errors = error_lines(process)
   assert len(errors) == 1 and "Unknown command line flag 'batchsize'" in errors[0]
-
-
-DETERMINISTIC_STEPS = 20
-
-
-def test_deterministic_runs_repeat_bit_for_bit(tmp_path, isolated_cache):
-  losses = []
-  for run in ("a", "b"):
-    step_log = tmp_path / f"{run}.jsonl"
-    assert_ok(horovodrun(2, "legacy_hvd.train",
-                         [f"--model_dir={tmp_path / run}",
-                          f"--max_steps={DETERMINISTIC_STEPS}",
-                          "--deterministic", "--augment",
-                          f"--step_log={step_log}"]))
-    losses.append([json.loads(line)["loss"]
-                   for line in step_log.read_text().splitlines()])
-  assert len(losses[0]) == DETERMINISTIC_STEPS and losses[0] == losses[1]
