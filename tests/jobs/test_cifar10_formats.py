@@ -29,6 +29,11 @@ def test_real_binary_layout_is_complete(reference):
   assert np.bincount(reference.test_labels).tolist() == [1000] * 10
 
 
+# The reader is numpy and the standard library: on the TF 1.15 stack
+# (Python 3.7) it reads small files of the layouts (the test below: the
+# pickled one, archived, in the Keras cache; tests/unit/test_cifar10_reader:
+# the binary one); the real 170 MB five times over, once per CI run.
+@pytest.mark.one_stack
 def test_all_five_layouts_load_identically(reference, real_cifar10, tmp_path,
                                            monkeypatch):
   py_dir = cifar10_layouts.write_py_layout(str(tmp_path), reference)
