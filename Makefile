@@ -76,7 +76,8 @@ PY_TAG := $(if $(PYTHON),$(shell $(PYTHON) -c 'import sys; print("py%d%d" % sys.
 WHEEL_CACHE ?= $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-$(PY_TAG)$(FLAVOUR)
 # Horovod's build runs make with -j8 only when MAKEFLAGS is empty; under
 # `make TF_VERSION=...` it holds that variable, and the build would run on
-# one core: it gets its jobs explicitly.
+# one core: it gets its jobs explicitly. It compiles without debug
+# information (tools/horovod_release.cmake says why).
 BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 STAMP := $(VENV)/.legacy-hvd-installed
 VPY := $(VENV)/bin/python
@@ -102,6 +103,7 @@ $(STAMP): setup.py Makefile tools/check_env.py $(CONSTRAINTS)
 		echo "Building horovod==$(HOROVOD_VERSION) against tensorflow-cpu==$(TF_VERSION) (a few minutes)"; \
 		mkdir -p $(WHEEL_CACHE).partial && \
 		PATH=$(VBIN):$$PATH $(HOROVOD_BUILD_ENV) MAKEFLAGS=-j$(BUILD_JOBS) \
+			CMAKE_TOOLCHAIN_FILE=$(abspath tools/horovod_release.cmake) \
 			$(VPY) -m pip wheel --no-deps \
 			--no-build-isolation --no-cache-dir -w $(WHEEL_CACHE).partial \
 			"horovod==$(HOROVOD_VERSION)" && \
