@@ -17,7 +17,8 @@ different keys and, for two optimizers, in different conventions:
   keras-v2  train_keras, and train_tf2 --optimizer_impl=keras on TF 1.15:
             Keras OptimizerV2 slots m, v, momentum; iterations = the step
   keras     train_tf2 --optimizer_impl=keras on TF >= 2.11: the new Keras
-            optimizer (optimizer/_variables/N, named Adam/m/conv1/weights)
+            optimizer (optimizer/_variables/N, named Adam/m/conv1/weights;
+            on Keras 3, TF >= 2.16: adam/conv1_weights_0_momentum)
 
 Weights, Adam's m and v, the global step, and with it the learning rate and
 the data position (every trainer derives both from the step), carry over
@@ -41,6 +42,7 @@ or one that does not read completely (damaged, half-written).
 """
 import dataclasses
 import os
+import re
 
 from absl import logging
 import numpy as np
@@ -142,13 +144,13 @@ def _keys(reader, shapes):
              if resume.tf2_key(n) in shapes}
   if any(k.startswith("optimizer/_variables/") for k in shapes):
     # The new Keras optimizer numbers its slots; the object graph names
-    # them [Adam/]m/conv1/weights (the prefix is the name scope they were
-    # made in). SGD's momentum is its only slot, "m" too.
+    # them. SGD's momentum is its only slot, "m" too.
     slots = {}
     for full_name, key in _object_graph_names(reader):
-      parts = full_name.split("/")
-      if key.startswith("optimizer/_variables/") and len(parts) >= 3:
-        slots.setdefault(parts[-3], {})["/".join(parts[-2:])] = key
+      if key.startswith("optimizer/_variables/"):
+        slot, name = _keras_slot_name(full_name)
+        if name in names:
+          slots.setdefault(slot, {})[name] = key
     if set(slots) == {"m"}:
       slots = {"momentum": slots["m"]}
     return _Keys("keras", _STEP_KEY, weights, slots, None)
@@ -165,6 +167,22 @@ def _keys(reader, shapes):
       "optimizer/beta2_power/.ATTRIBUTES/VARIABLE_VALUE")
   return _Keys("keras-v2" if keras_v2 else "v1", _STEP_KEY, weights, slots,
                betas)
+
+
+def _keras_slot_name(full_name):
+  """(slot, parameter) of a new Keras optimizer's slot, by its name in the
+  object graph: Keras 2.11-2.15 and tf_keras name it [Adam/]m/conv1/weights
+  (the prefix is the name scope it was made in); Keras 3 (TF >= 2.16)
+  adam/conv1_weights_0_momentum, its m and v called momentum and velocity."""
+  parts = full_name.split("/")
+  for slot, suffix in (("m", "_momentum"), ("v", "_velocity")):
+    if parts[-1].endswith(suffix):
+      flat = re.sub(r"_\d+$", "", parts[-1][:-len(suffix)])
+      return slot, next((n for n in cnn.PARAM_SHAPES
+                         if n.replace("/", "_") == flat), None)
+  if len(parts) >= 3:
+    return parts[-3], "/".join(parts[-2:])
+  return None, None
 
 
 def _present(shapes, *keys):
@@ -305,7 +323,7 @@ def _slot_of(optimizer, flavour, variable, slot, variables):
     compat.create_keras_optimizer_slots(optimizer, variables)
     return optimizer.get_slot(variable, slot)
   optimizer.build(variables)
-  index = optimizer._index_dict[optimizer._var_key(variable)]  # pylint: disable=protected-access
+  index = compat.keras_slot_index(optimizer, variable)
   if slot == "momentum":
     return optimizer.momentums[index]
   return (optimizer._momentums if slot == "m"  # pylint: disable=protected-access

@@ -17,6 +17,7 @@
     compat.KERAS_COMPILE_OPTIONS     # what model.compile needs for Horovod
     compat.VARIABLE_REF              # Horovod's broadcast callback works
     compat.create_keras_optimizer_slots(optimizer, var_list)
+    compat.keras_slot_index(optimizer, variable)   # its slots' position
     compat.keras_version()           # the Keras behind tf.keras
     compat.TF_KERAS_REQUIREMENT      # what to install for Keras 2 on TF 2.16+
     compat.with_tf_keras_backend(callback)   # Horovod's callback, tf.keras's
@@ -29,7 +30,8 @@ the project calls these and never looks at `tf.__version__` or
 same way, in horovod/tensorflow/util.py). Each helper gives the same results
 on both stacks: the TF 1.15 fallbacks are built from the same stateless
 random streams as the TF 2 ops they stand in for, and tests check that they
-agree bit for bit (tests/test_compat.py, tests/test_cross_stack.py).
+agree bit for bit (tests/unit/test_compat.py, tests/jobs/test_compat.py,
+tests/jobs/test_cross_stack.py).
 """
 import importlib
 import os
@@ -192,6 +194,17 @@ def create_keras_optimizer_slots(optimizer, var_list):
     optimizer.iterations   # pylint: disable=pointless-statement
     optimizer._create_hypers()   # pylint: disable=protected-access
     optimizer._create_slots(var_list)   # pylint: disable=protected-access
+
+
+def keras_slot_index(optimizer, variable):
+  """The position of `variable`'s slots in a built new Keras optimizer's
+  slot lists (`momentums`, `_momentums`, `_velocities`). Private methods:
+  Keras 2.11-2.15 and tf_keras keep an index by variable key, Keras 3 (tf.keras
+  on TF >= 2.16) looks it up by the variable itself."""
+  index_of = getattr(optimizer, "_get_variable_index", None)   # Keras 3
+  if index_of is not None:
+    return index_of(variable)
+  return optimizer._index_dict[optimizer._var_key(variable)]   # pylint: disable=protected-access
 
 
 def keras_version():
