@@ -2,15 +2,17 @@
 
     sbatch -N 2 --ntasks-per-node=2 slurm/train.sbatch \\
         [--module=legacy_hvd.train_tf2] [--preflight] [--max_restarts=3] \\
-        [--min_nodes=1] [trainer flags]
+        [trainer flags]
+    sbatch -N 2 -n 4 slurm/train.sbatch --min_nodes=1 ...   # may shrink
     # slurm/train.sbatch: exec python -m legacy_hvd.slurm "$@"
 
 In the batch script, on the allocation's first node (where rank 0 runs),
 it does what horovodrun does before it starts ranks over ssh, then starts
 them with srun instead:
   1. judges the trainer's flags with the trainer's own definitions and
-     validators (flags.TRAINERS): a bad one is one line, exit 2 (FAILED),
-     no rank started, nothing written;
+     validators (flags.TRAINERS), and --min_nodes against how the job was
+     submitted: a bad one is one line, exit 2 (FAILED), no rank started,
+     nothing written;
   2. reads the allocation: its nodes and tasks per node (the -H of
      horovodrun, e.g. lh1:2,lh2:2); on a requeued job, waits until no
      process of its earlier runs is left on them (launch/leftovers.py);
@@ -409,6 +411,9 @@ def main(argv=None):
       exec_task(argv[1], argv[2:], os.environ)
     args, trainer_args = parse(argv)
     check_trainer_flags(args.module, trainer_args)
+    why = slurm_healing.cannot_shrink(args.min_nodes, os.environ)
+    if why:
+      cli.fail(why + "; no rank was started", cli.USAGE_ERROR)
     return launch(args, trainer_args, dict(os.environ))
   except cli.UserError as e:
     cli.fail(str(e))

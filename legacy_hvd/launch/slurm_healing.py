@@ -6,6 +6,7 @@ decision taken by the job's own launcher, and kept across requeues.
     ledger.add(record, dropped, nodes)                 # kept in model_dir
     slurm_healing.requeue(job_id, excluded=ledger.excluded,
                           nodes=(min_nodes, ledger.nodes))
+    slurm_healing.cannot_shrink(min_nodes, os.environ)  # why not, or None
 
 The count lives in the model directory (slurm-restarts.json, one job's at a
 time), not in memory: the launcher that decides the next restart is a new
@@ -55,6 +56,22 @@ class Ledger(object):
     json_files.write_json(self.path, {
         "job": self.job, "restarts": self.restarts,
         "excluded": self.excluded, "nodes": self.nodes})
+
+
+def cannot_shrink(min_nodes, env):
+  """Why a job submitted with this batch environment could not shrink to
+  --min_nodes after a loss, or None. With --ntasks-per-node Slurm keeps the
+  job's node count at its task count over that many a node: an update to
+  NumNodes=min-max is taken and does nothing, and the requeued job waits
+  for as many nodes as before (seen on Slurm 22.05). A total task count
+  (-n) leaves the nodes free."""
+  if min_nodes and env.get("SLURM_NTASKS_PER_NODE"):
+    return ("--min_nodes={} needs the job submitted with a total task count "
+            "(sbatch -N 2 -n 4), not --ntasks-per-node={}: Slurm keeps a "
+            "requeued job's node count at its tasks over that many a node, "
+            "so it could not shrink".format(
+                min_nodes, env["SLURM_NTASKS_PER_NODE"]))
+  return None
 
 
 def requeue(job_id, excluded=(), nodes=None):

@@ -65,6 +65,16 @@ def test_a_bad_trainer_flag_stops_the_slurm_launcher_in_one_line(
   slurm.check_trainer_flags(module, [])   # the defaults pass
 
 
+def test_min_nodes_needs_a_total_task_count_not_tasks_per_node():
+  per_node = {"SLURM_NTASKS_PER_NODE": "2", "SLURM_NTASKS": "4"}
+  why = slurm_healing.cannot_shrink(1, per_node)
+  assert why.startswith("--min_nodes=1 needs the job submitted with a total "
+                        "task count (sbatch -N 2 -n 4), not "
+                        "--ntasks-per-node=2")
+  assert slurm_healing.cannot_shrink(None, per_node) is None
+  assert slurm_healing.cannot_shrink(1, {"SLURM_NTASKS": "4"}) is None
+
+
 @pytest.mark.parametrize("command", [
     ["python", "-m", "legacy_hvd.train", "--batch_size=0"],
     ["/venv/bin/legacy-hvd-train-estimator", "--batch_size=0"],
