@@ -177,8 +177,14 @@ def test_other_trainers_stop_and_requeue(slurm, data_dir, module, how):
   # the higher partition pre-empts: SIGTERM to the tasks (GraceTime), the
   # job still RUNNING: the launcher requeues it. One rank per host: the
   # TF2 start-up, twice, is most of these tests' time.
+  # However fast the ranks, the first run must not end before Slurm's
+  # signal reaches it (a pre-emption takes the scheduler seconds): its
+  # --max_steps comes from a flag file, rewritten once the job is requeued
+  # so that the rerun trains ten steps past the stop.
   name = module.rsplit(".", 1)[1]
-  job = slurmjobs.submit(slurm, name, ["--max_steps=60",
+  flagfile = os.path.join(slurm.cluster.scratch, name + ".flags")
+  write_flagfile(slurm, flagfile, ["--max_steps=100000"])
+  job = slurmjobs.submit(slurm, name, ["--flagfile=" + flagfile,
                                        "--log_every_n_steps=10"],
                          data_dir, module=module, tasks_per_node=1)
   slurmjobs.wait_for_line(job, "step 10:", JOB_TIMEOUT)
@@ -189,10 +195,15 @@ def test_other_trainers_stop_and_requeue(slurm, data_dir, module, how):
   else:
     slurm.run(["scancel", "--signal=USR1", job.id], check=True)
     signum, why = 10, "SIGUSR1"
+  # The requeued run starts cred_expire + 1 s after the stop at the soonest.
+  slurmjobs.wait_for_line(job, "); requeueing", 60)
+  step = stopped_step(job.output(), signum)
+  print("{}: stopped at step {}".format(how, step))
+  write_flagfile(slurm, flagfile, ["--max_steps={}".format(step + 10)])
   slurmjobs.wait_for_line(job, ", restart 1:", REQUEUE_TIMEOUT + 60)
   slurmjobs.wait_gone(job, JOB_TIMEOUT)
   output = job.output()
-  step = stopped_step(output, signum)
+  assert stopped_step(output, signum) == step
   assert "ranks stopped at step {} ({}); requeueing".format(step, why) \
       in output
   assert ("restart 1: 2 ranks on lh1:1,lh2:1; resuming at step {} in"
@@ -201,7 +212,15 @@ def test_other_trainers_stop_and_requeue(slurm, data_dir, module, how):
   state = job.state()
   assert (state["JobState"], state["Restarts"]) == ("COMPLETED", "1"), \
       output[-6000:]
-  assert read_json(job.model_dir, "results.json")["start_step"] == step
+  results = read_json(job.model_dir, "results.json")
+  assert (results["start_step"], results["steps"]) == (step, step + 10)
+
+
+def write_flagfile(slurm, path, lines):
+  """The flag file at `path` (as the hosts see it) on the job's hosts."""
+  for name in ("lh1", "lh2"):
+    with open(slurm.cluster.host(name).path(path), "w") as f:
+      f.write("\n".join(lines) + "\n")
 
 
 @pytest.fixture(scope="module")
