@@ -217,25 +217,32 @@ def test_other_trainers_stop_and_requeue(slurm, data_dir, module, how):
 
 
 def write_flagfile(slurm, path, lines):
-  """The flag file at `path` (as the hosts see it) on the job's hosts."""
-  for name in ("lh1", "lh2"):
-    with open(slurm.cluster.host(name).path(path), "w") as f:
+  """The flag file at `path` (as the hosts see it) on every host."""
+  for host in slurm.hosts:
+    with open(host.path(path), "w") as f:
       f.write("\n".join(lines) + "\n")
 
 
 @pytest.fixture(scope="module")
 def healed(slurm, data_dir):
   """2 nodes x 1 task with --max_restarts=1, free to go to any node: lh2's
-  rank killed after the step-50 checkpoint; the job requeues itself without
+  rank killed after the step-200 checkpoint; the job requeues itself without
   lh2 and finishes on lh1 and lh3. (the job, the pids killed) The must-show
   on 2 x 2 tasks and real CIFAR-10 is docs/slurm.md's."""
+  # The kill must land before the next checkpoint, however fast the ranks:
+  # 190 steps after it is seen; the rerun, its --max_steps rewritten once
+  # the job is requeued, trains 20 steps past the checkpoint.
+  flagfile = os.path.join(slurm.cluster.scratch, "healed.flags")
+  write_flagfile(slurm, flagfile, ["--max_steps=100000"])
   job = slurmjobs.submit(slurm, "healed", [
-      "--max_steps=100", "--save_checkpoints_steps=50",
+      "--flagfile=" + flagfile, "--save_checkpoints_steps=200",
       "--log_every_n_steps=10", "--max_restarts=1"], data_dir,
       tasks_per_node=1, nodelist=None)
-  slurmjobs.wait_for_line(job, "step 60:", JOB_TIMEOUT)
+  slurmjobs.wait_for_line(job, "step 210:", JOB_TIMEOUT)
   killed_at = time.monotonic()
   killed = slurm.cluster.host("lh2").kill("-m legacy_hvd.train ")
+  slurmjobs.wait_for_line(job, "requeueing without lh2", 180)
+  write_flagfile(slurm, flagfile, ["--max_steps=220"])
   slurmjobs.wait_for_line(job, ", restart 1:", 180)
   running = time.monotonic()
   slurmjobs.wait_gone(job, JOB_TIMEOUT)
@@ -251,12 +258,12 @@ def test_a_lost_node_requeues_the_job_without_it_and_it_resumes(healed):
   output = job.output()
   assert "lost host lh2 (rank 1: " in output, output[-6000:]
   assert ("restart 1 of --max_restarts=1: requeueing without lh2, to resume "
-          "at step 50 in") in output
-  assert ("restart 1: 2 ranks on lh1:1,lh3:1; resuming at step 50 in {}; "
+          "at step 200 in") in output
+  assert ("restart 1: 2 ranks on lh1:1,lh3:1; resuming at step 200 in {}; "
           "after 1 of --max_restarts=1, excluded: lh2".format(
               os.path.join(job.slurm.cluster.scratch, "slurm-healed"))) \
       in output
-  assert "Resuming from global step 50" in output
+  assert "Resuming from global step 200" in output
   # Slurm's words only: nothing of horovodrun's -H, no rank's traceback.
   assert "-H " not in output
   assert not re.search(r"^\d+: Traceback", output, re.MULTILINE)
@@ -264,11 +271,12 @@ def test_a_lost_node_requeues_the_job_without_it_and_it_resumes(healed):
   assert (state["JobState"], state["Restarts"], state["ExcNodeList"]) == (
       "COMPLETED", "1", "lh2"), output[-6000:]
   results = read_json(job.model_dir, "results.json")
-  assert results["start_step"] == 50 and results["world_size"] == 2
+  assert (results["start_step"], results["steps"], results["world_size"]) \
+      == (200, 220, 2)
   [restart] = results["restarts"]
   assert (restart["restart"], restart["resumed_at_step"],
           restart["hosts"], list(restart["dropped"])) == (
-              1, 50, "lh1:1,lh2:1", ["lh2"])
+              1, 200, "lh1:1,lh2:1", ["lh2"])
   assert read_json(job.model_dir, "world.json")["hosts"] == {
       "lh1": [0], "lh3": [1]}
   # The requeued run started once nothing of the first was left (checked on
