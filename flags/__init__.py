@@ -19,6 +19,7 @@ from absl import flags
 from flags import data
 from flags import estimator
 from flags import keras
+from flags import mwms
 from flags import output
 from flags import performance
 from flags import tf2
@@ -42,6 +43,7 @@ TRAINERS = {
     "legacy_hvd.train_keras": (define_trainer_flags, keras.define_keras),
     "legacy_hvd.train_estimator": (define_trainer_flags,
                                    estimator.define_estimator),
+    "legacy_hvd.train_mwms": (define_trainer_flags, mwms.define_mwms),
 }
 
 

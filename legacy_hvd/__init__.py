@@ -8,6 +8,8 @@ point of its path in its own file, each behind a `# Horovod:` comment:
   train_tf2        its TF2 twin: tf.function + DistributedGradientTape
   train_keras      the TF2 path as Keras users write it: model.fit
   train_estimator  the TF1 job as tf.estimator code (TF <= 2.15)
+  train_mwms       the TF2 loop on tf.distribute's MultiWorkerMirroredStrategy,
+                   no Horovod (its touch points behind `# tf.distribute:`)
   evaluate         scores a saved checkpoint on the test set, across ranks
   export           a checkpoint as a SavedModel or a frozen graph
   predict          classifies image files with an export
@@ -16,6 +18,8 @@ point of its path in its own file, each behind a `# Horovod:` comment:
   slurm            runs a trainer under Slurm, every rank an srun task
   supervise        runs a trainer and relaunches it on the hosts left when
                    one is lost (for clusters without a scheduler)
+  launch_workers   starts train_mwms's workers on -H's hosts, each given
+                   TF_CONFIG (horovodrun's part, for tf.distribute)
 
 Rooms, one subpackage per concern; each imports only from itself and the
 rooms its line names (tests/unit/test_layers.py reads every import and checks
@@ -33,7 +37,8 @@ it, and that docs/layout.md lists the same rooms and modules):
 Each room's own docstring lists its modules. No room imports an entry
 point; only entry points import `flags` (the absl definitions, a top-level
 package) and read FLAGS. Horovod is imported by the entry points and by the
-runtime and training rooms only; the launch room never reaches TensorFlow.
+runtime and training rooms only (never by train_mwms, nor by what it
+imports: it runs where Horovod does not build); the launch room never reaches TensorFlow.
 """
 import os
 

@@ -46,6 +46,8 @@ from legacy_hvd.common.config import Config
 from legacy_hvd.common.signals import StopSignals
 from legacy_hvd.model import keras_cnn
 from legacy_hvd.model import schedule
+from legacy_hvd.runtime import devices
+from legacy_hvd.runtime import horovod_collectives
 from legacy_hvd.runtime import startup
 from legacy_hvd.runtime.world import Ranks
 from legacy_hvd.training import eager_job
@@ -78,8 +80,11 @@ def main(argv):
   if gpus:
     tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
     tf.config.experimental.set_visible_devices(gpus[ranks.local_rank], "GPU")
-  runtime = eager_job.start(config, data, ranks, own_threads,
-                            stop_signals, "Keras fit")
+  # Horovod: on CPU, the cores are what the local ranks share: each its
+  # part, its thread pools sized to it.
+  devices.place_eager_rank(config, ranks, own_threads)
+  runtime = eager_job.start(config, data, ranks, stop_signals, "Keras fit",
+                            horovod_collectives.Collectives())
   with runtime.ending_on_write_failure():
     summary = train(config, data, ranks, runtime)
     # Horovod: rank 0 alone writes results.json.

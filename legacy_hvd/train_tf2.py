@@ -36,6 +36,8 @@ from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import optimizers
 from legacy_hvd.model import schedule
+from legacy_hvd.runtime import devices
+from legacy_hvd.runtime import horovod_collectives
 from legacy_hvd.runtime import startup
 from legacy_hvd.runtime.world import Ranks
 from legacy_hvd.training import eager_job
@@ -57,9 +59,13 @@ def main(argv):
   if gpus:
     tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
     tf.config.experimental.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  # Horovod: on CPU, the cores are what the local ranks share: each its
+  # part, its thread pools sized to it.
+  devices.place_eager_rank(config, ranks, own_threads)
   runtime = eager_job.start(
-      config, data, ranks, own_threads, stop_signals,
-      f"TF2 loop ({config.optimizer_impl} optimizer)")
+      config, data, ranks, stop_signals,
+      f"TF2 loop ({config.optimizer_impl} optimizer)",
+      horovod_collectives.Collectives())
   with runtime.ending_on_write_failure():
     summary = train(config, data, ranks, runtime)
     # Horovod: rank 0 alone writes results.json.

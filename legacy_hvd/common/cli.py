@@ -6,6 +6,7 @@
     cli.exit_quietly()       # a rank whose error another rank reports
     cli.mark_exiting()       # a rank ending for a reason it reported itself
     cli.launched_processes() # N under horovodrun/mpirun -np N, else 1
+    cli.tf_config_workers()  # (TF_CONFIG's workers, this one's index)
 
 A launcher such as horovodrun starts the same command in every rank, so a bad
 flag or path is found by all of them at once. The message is printed by local
@@ -16,6 +17,7 @@ When the job spans several hosts the line names the host it comes from
 (`program: error: on lh2: ...`), like `mpirun --tag-output`.
 """
 import faulthandler
+import json
 import os
 import socket
 import sys
@@ -61,15 +63,42 @@ def _reports_errors():
   for variable in _LOCAL_RANK_VARIABLES:
     if variable in os.environ:
       return os.environ[variable] == "0"
+  workers = tf_config_workers()
+  if workers:
+    return workers_place(*workers)[2] == 0
   return True
 
 
+def tf_config_workers():
+  """(the workers' "host:port" list, this one's index) from TF_CONFIG (what
+  tf.distribute's TFConfigClusterResolver reads), or None without one."""
+  try:
+    tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    workers = tf_config["cluster"]["worker"]
+    return list(workers), int(tf_config["task"]["index"])
+  except (ValueError, KeyError, TypeError):
+    return None
+
+
+def workers_place(workers, index):
+  """(rank, size, local_rank, local_size, cross_rank, cross_size) of worker
+  `index` of `workers` ("host:port" each): its index among all, and among
+  those on its host, and its host's among the hosts, in order."""
+  hosts = [worker.rsplit(":", 1)[0] for worker in workers]
+  distinct = list(dict.fromkeys(hosts))
+  here = [i for i, host in enumerate(hosts) if host == hosts[index]]
+  return (index, len(workers), here.index(index), len(here),
+          distinct.index(hosts[index]), len(distinct))
+
+
 def launched_processes():
-  """How many processes the launcher started for this job; 1 without one."""
+  """How many processes the launcher started for this job (TF_CONFIG's
+  workers for tf.distribute); 1 without one."""
   for variable in _WORLD_SIZE_VARIABLES:
     if variable in os.environ:
       return int(os.environ[variable])
-  return 1
+  workers = tf_config_workers()
+  return len(workers[0]) if workers else 1
 
 
 def _program():
@@ -85,7 +114,10 @@ def _spans_hosts():
   if "HOROVOD_CROSS_SIZE" in os.environ:   # horovodrun: hosts, seen by local rank 0
     return int(os.environ["HOROVOD_CROSS_SIZE"]) > 1
   local = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
-  return local is not None and int(local) < launched_processes()
+  if local is not None:
+    return int(local) < launched_processes()
+  workers = tf_config_workers()
+  return workers is not None and workers_place(*workers)[5] > 1
 
 
 def fail(message, exit_code=INPUT_ERROR, reporter=None):

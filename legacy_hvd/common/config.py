@@ -37,6 +37,7 @@ class Config:
   horovod: bool = True
   optimizer_impl: str = "v1"       # TF2 path only: v1 or keras
   eval_every_n_steps: int = 0      # 0: the test set only at the end
+  collective_timeout: int = 30     # tf.distribute path only: seconds
 
   @classmethod
   def from_flags(cls, flag_values):

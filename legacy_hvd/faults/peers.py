@@ -190,6 +190,16 @@ class Roster:
     return {r: FAILED if r in self._told_failed else state
             for r, state in zip(others, states) if state}
 
+  def wait_others_gone(self, seconds):
+    """Returns once every other rank's process has ended (its probe port
+    refuses), or after `seconds`."""
+    deadline = time.monotonic() + seconds
+    others = len(self.ranks) - 1
+    while time.monotonic() < deadline:
+      if sum(state == GONE for state in self.lost().values()) == others:
+        return
+      time.sleep(0.1)
+
   def first_alive(self, lost):
     """The lowest rank not in `lost`: the one survivor that reports."""
     return min(r for r in range(len(self.ranks)) if r not in lost)
@@ -392,6 +402,11 @@ class LossWatch:
     """This rank ends for an error it reported itself: the others name it
     (Roster.mark_failed)."""
     self._roster.mark_failed()
+
+  def wait_others_gone(self, seconds):
+    """After the job's end: until the other ranks have ended, at most
+    `seconds` (Roster.wait_others_gone)."""
+    self._roster.wait_others_gone(seconds)
 
   def _watch(self, read_end):
     # Only the first signal: horovodrun's stop after a rank died is the

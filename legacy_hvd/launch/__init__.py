@@ -13,4 +13,6 @@ module.
                their mark; a relaunch waits for them to be gone
   slurm_healing  a Slurm job's restarts after losses, kept across
                requeues; the requeue without the failed node
+  workers      a tf.distribute job's workers started as horovodrun starts
+               ranks, each told the cluster by TF_CONFIG
 """

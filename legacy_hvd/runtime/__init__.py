@@ -15,4 +15,6 @@ the world size.
                   go
   no_horovod      the part of Horovod's API the TF1 job uses, for
                   --nohorovod
+  horovod_collectives  the eager runtime's collectives, Horovod's
+  strategy_collectives  the same, tf.distribute's (legacy_hvd.train_mwms)
 """

@@ -4,7 +4,6 @@
     hvd.init()
     startup.check_on_rank0(rank, checks, broadcast_from_rank0)   # its
                                            # verdict to all (an int -> rank 0's)
-    startup.check_on_rank0_eagerly(rank, checks)        # the same, TF2 eager
 
 Bad flags, paths and data end in before_horovod, on every rank at once, in one
 line: no rank has joined a collective yet, so none is left waiting. What only
@@ -13,9 +12,6 @@ rank by one broadcast, so all exit together.
 """
 import os
 import tempfile
-
-import horovod.tensorflow as hvd
-import tensorflow.compat.v1 as tf
 
 from legacy_hvd.common import cli
 from legacy_hvd.common import paths
@@ -50,20 +46,13 @@ def check_on_rank0(rank, checks, broadcast_from_rank0):
   `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
   exit non-zero together instead of the others waiting in a collective.
   broadcast_from_rank0(int) -> rank 0's int, on every rank (the TF1 jobs':
-  graph_job.broadcast_from_rank0, Horovod's or no_horovod's).
+  graph_job.broadcast_from_rank0, Horovod's or no_horovod's; the eager
+  trainers': their collectives' broadcast_from_rank0).
   """
   problem = _problem_on_rank0(rank, checks)
   # Horovod: rank 0 tells every rank whether its checks passed.
   failed = broadcast_from_rank0(int(problem is not None))
   _end_if_failed(rank, failed, problem)
-
-
-def check_on_rank0_eagerly(rank, checks, broadcast=hvd.broadcast):
-  """check_on_rank0 for the eager TF2 variants (the loop and Keras fit):
-  the same verdict, shared by one eager broadcast instead of a session."""
-  check_on_rank0(rank, checks, lambda failed: int(
-      # Horovod: rank 0 tells every rank whether its checks passed.
-      broadcast(tf.constant(failed), root_rank=0)))
 
 
 def _problem_on_rank0(rank, checks):

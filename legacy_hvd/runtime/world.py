@@ -1,6 +1,7 @@
 """What depends on the number of ranks, said once at start-up.
 
     ranks = Ranks.of(hvd)                          # after hvd.init()
+    ranks = Ranks.of_workers(workers, index)       # tf.distribute's
     world = World(size, hosts, batch_size, lr, lr_scaling, num_train, epochs,
                   max_steps)                       # hosts: {host: [ranks]}
     logging.info(describe(world))                  # rank 0
@@ -24,6 +25,7 @@ import collections
 import json
 import os
 
+from legacy_hvd.common import cli
 from legacy_hvd.model import schedule
 
 WORLD_FILE = "world.json"
@@ -42,6 +44,12 @@ class Ranks(collections.namedtuple(
     twin, or legacy_hvd.runtime.no_horovod)."""
     return cls(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(),
                hvd.cross_rank(), hvd.cross_size())
+
+  @classmethod
+  def of_workers(cls, workers, index):
+    """tf.distribute's: worker `index` of `workers` (the cluster's
+    "host:port" list, a cluster resolver's) is rank `index`."""
+    return cls(*cli.workers_place(workers, index))
 
 
 def _facts(world):

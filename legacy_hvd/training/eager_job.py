@@ -1,8 +1,9 @@
-"""What the two eager TF2 trainers share: the runtime around their steps.
+"""What the eager TF2 trainers share: the runtime around their steps.
 
     hvd.init(); ranks = world.Ranks.of(hvd)   # the trainer pins its GPU
-    runtime = start(config, data, ranks, own_threads, stop_signals,
-                    "TF2 loop (v1 optimizer)")
+    devices.place_eager_rank(config, ranks, own_threads)   # and its cores
+    runtime = start(config, data, ranks, stop_signals, "TF2 loop",
+                    horovod_collectives.Collectives())   # or the strategy's
     with runtime.ending_on_write_failure():
       ... train: runtime.plan, the model, the optimizer, then ...
       checkpoints = resume_checkpoints(config.model_dir, step, optimizer,
@@ -19,19 +20,22 @@
       runtime.finish(summary, "tf2")
 
 legacy_hvd.train_tf2 (the tf.function loop) and legacy_hvd.train_keras
-(Keras fit) show every Horovod touch point in their own text; they build
-their models and steps differently and meet here for what the runtime adds,
-which legacy_hvd.train does in a graph: threads, rank 0's model-directory
-check, the lost-host watch, the world line (start); the stop agreement and
-the end of a failed step (Runtime); progress, the step log, TensorBoard's
+(Keras fit) show every Horovod touch point in their own text, and
+legacy_hvd.train_mwms every tf.distribute one; they build their models and
+steps differently and meet here for what the runtime adds, which
+legacy_hvd.train does in a graph: rank 0's model-directory check, the
+lost-host watch, the world line (start); the stop agreement and the end of
+a failed step (Runtime); progress, the step log, TensorBoard's
 scalars, the periodic and the final evaluation and the check that every
 rank ended with the same weights (Reporting); TF2 object checkpoints with
-the same keys for both, so each resumes the other's, and another trainer's
-converted first (Checkpoints).
+the same keys for all three, so each resumes the others', and another
+trainer's converted first (Checkpoints). Every collective between the steps
+goes through the trainer's `collectives`: Horovod's
+(runtime/horovod_collectives.py) or the strategy's
+(runtime/strategy_collectives.py); this module never imports Horovod.
 """
 import contextlib
 
-import horovod.tensorflow as hvd
 import tensorflow.compat.v2 as tf
 
 from legacy_hvd.checkpoints import migration
@@ -39,31 +43,37 @@ from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import results
 from legacy_hvd.model import cnn
 from legacy_hvd.model import scoring
-from legacy_hvd.runtime import devices
 from legacy_hvd.runtime import periodic_eval
 from legacy_hvd.runtime import startup
-from legacy_hvd.runtime import stop_agreement
 from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
 
 MAX_CHECKPOINTS = 5   # kept in the model directory, as TF1's Saver keeps
+# At the end, the longest the chief of a tf.distribute job waits for the
+# other workers to exit (closing their input takes seconds).
+CHIEF_WAIT_SECONDS = 30
 
 
-def start(config, data, ranks, own_threads, stop_signals, trainer_name):
-  """Everything between the GPU's pinning and the model: this rank's cores
-  and threads, rank 0's model-directory checks (another trainer's
-  checkpoint checked for conversion), the lost-host watch, the world line.
-  Returns the Runtime the trainer's train() goes through."""
-  devices.place_eager_rank(config, ranks, own_threads)
-  startup.check_on_rank0_eagerly(ranks.rank, job_faults.model_dir_checks(
+def start(config, data, ranks, stop_signals, trainer_name, collectives):
+  """Everything between the rank's placement and the model: rank 0's
+  model-directory checks (another trainer's checkpoint checked for
+  conversion), the lost-host watch, the world line. Returns the Runtime the
+  trainer's train() goes through.
+
+  collectives: horovod_collectives.Collectives() or
+  strategy_collectives.Collectives(strategy, rank), ready to run.
+  """
+  startup.check_on_rank0(ranks.rank, job_faults.model_dir_checks(
       config.model_dir, job_faults.tf2_checkpoint_shapes(),
       lambda: migration.check(config.model_dir, config.optimizer,
-                              migration.TF2)))
-  # Horovod: every rank learns where every other rank runs (eagerly).
+                              migration.TF2)),
+                         collectives.broadcast_from_rank0)
+  # Every rank learns where every other rank runs (eagerly).
   watch = job.watch_hosts_and_log_start(
       config, data, ranks,
-      lambda row: hvd.allgather(tf.constant(row[None])).numpy(), trainer_name)
-  return Runtime(config, data, ranks, stop_signals, watch)
+      lambda row: collectives.allgather(tf.constant(row[None])).numpy(),
+      trainer_name)
+  return Runtime(config, data, ranks, stop_signals, watch, collectives)
 
 
 class Runtime:
@@ -71,13 +81,14 @@ class Runtime:
   the stop agreement, the end of a failed step or write (the lost-host
   watch), and the reporting of each step."""
 
-  def __init__(self, config, data, ranks, stop_signals, watch):
+  def __init__(self, config, data, ranks, stop_signals, watch, collectives):
     self.plan = job.Plan.of(config, len(data.train_labels), ranks.size)
     self._config = config
     self._data = data
     self._ranks = ranks
     self._stop_signals = stop_signals
     self._watch = watch   # peers.LossWatch
+    self._collectives = collectives
 
   def ending_on_write_failure(self):
     """Around training and results: a write that fails in the model
@@ -100,8 +111,15 @@ class Runtime:
   def agree_to_stop(self, requested):
     """float32 scalar, > 0 on every rank in the same step once any rank
     requested a stop (a collective: every rank calls it every step; inside
-    a tf.function too)."""
-    return stop_agreement.agree(requested, self._ranks.size)
+    a tf.function too; for tf.distribute, inside strategy.run).
+
+    Each rank feeds 1.0 once it got a stop signal, else 0.0; the average
+    is non-zero on every rank in the same step, so all stop together and
+    rank 0 checkpoints there (runtime/stop_agreement.py is the graph
+    jobs')."""
+    if self._ranks.size == 1:   # alone, a rank needs no agreement
+      return requested
+    return self._collectives.average(requested)
 
   def exit_on_stop(self, stopped):
     """After the ranks agreed to stop (`stopped`) and rank 0 saved there:
@@ -116,18 +134,23 @@ class Runtime:
     """The end, on every rank: rank 0 writes results.json (`path_name`: its
     "path"), or, when a stop ended training (summary None), every rank
     exits as the signal asks, once rank 0 has saved and said so."""
-    # Horovod: the ranks meet once more before they exit: horovodrun ends
-    # every rank as soon as one exits non-zero, rank 0 too, maybe before
-    # its checkpoint is written.
-    wait = (lambda: hvd.allreduce(tf.constant(0.0), name="stopped")
+    # The ranks meet once more before they exit: horovodrun (and the
+    # workers' launcher) ends every rank as soon as one exits non-zero,
+    # rank 0 too, maybe before its checkpoint is written.
+    wait = (lambda: self._collectives.average(tf.constant(0.0),
+                                              name="stopped")
             if self._ranks.size > 1 else None)
     job.finish(summary, self._stop_signals, self._config, self._data,
                self._ranks.rank, path_name, wait)
+    if self._ranks.rank == 0 and self._collectives.chief_exits_last:
+      # tf.distribute: the chief holds the cluster's coordination service;
+      # a worker still exiting when it is gone logs errors.
+      self._watch.wait_others_gone(CHIEF_WAIT_SECONDS)
 
   def reporting(self, forward, params):
     """The Reporting of this run's steps (opens rank 0's step log)."""
     return Reporting(self._config, self._data, self._ranks, self.plan,
-                     forward, params)
+                     forward, params, self._collectives)
 
 
 class Reporting:
@@ -136,22 +159,24 @@ class Reporting:
   evaluation when it is due; the final evaluation and weight digests.
 
   forward: float32 images [N, 32, 32, 3] -> logits [N, 10]; params: the
-  model's variables by cnn.PARAM_SHAPES name.
+  model's variables by cnn.PARAM_SHAPES name; collectives: the Runtime's.
   """
 
-  def __init__(self, config, data, ranks, plan, forward, params):
+  def __init__(self, config, data, ranks, plan, forward, params,
+               collectives):
     self.progress, self._step_log = job.progress_and_step_log(
         config, plan, ranks)
-    # Horovod: every rank scores its test shard; the counts are summed.
+    # Every rank scores its test shard; the counts are summed.
     self._test_set = scoring.EagerEvaluation(
         forward, data.test_images, data.test_labels, ranks.size, ranks.rank,
-        lambda counts: hvd.allreduce(counts, op=hvd.Sum))
+        collectives.sum)
     self._held_out = periodic_eval.HeldOut(
         config.eval_every_n_steps, plan.max_steps, ranks.rank,
         config.model_dir, self._step_log)
     self._writer = (tf.summary.create_file_writer(config.model_dir)
                     if ranks.rank == 0 else None)
     self._params = params
+    self._collectives = collectives
     self._config, self._plan, self._size = config, plan, ranks.size
 
   def begin(self, step):
@@ -186,9 +211,8 @@ class Reporting:
     the results.json fields (results.run_summary, and the evaluations)."""
     metrics = self._test_set.run()
     self._held_out.record_final(self.progress.last_step, metrics)
-    # Horovod: gather every rank's weight digest to check they stayed in
-    # sync.
-    digests = hvd.allgather(
+    # Gather every rank's weight digest to check they stayed in sync.
+    digests = self._collectives.allgather(
         cnn.weight_digest(self._params)[None]).numpy().tolist()
     return dict(results.run_summary(
         metrics, digests, self.progress, self._size, self._config.batch_size,

@@ -36,6 +36,9 @@ CIFAR10_JPEG = os.environ.get(
     "LEGACY_HVD_CIFAR10_JPEG", os.path.join(SHARED, "data", "cifar10-jpeg.tar.gz"))
 CIFAR10_CONVERTER = os.path.join(SHARED, "tools", "cifar10_jpeg_to_bin.py")
 JOB_TIMEOUT = 240   # seconds for one horovodrun job in a test
+# The trainer without Horovod: its workers started by the project's own
+# launcher (legacy_hvd.launch_workers), with horovodrun's -H.
+MWMS = "legacy_hvd.train_mwms"
 # horovodrun as the suite starts it (launcher.py).
 LAUNCHER = os.path.join(REPO, "tests", "helpers", "launcher.py")
 
@@ -49,11 +52,15 @@ def job_argv(np, module, args, launcher_args=None, python=None,
   python: the ranks' Python (default this one; Horovod's launcher under
   it then launches, for another stack); wrapper: a shell snippet each rank
   runs before python (a umask, say); launcher: a whole other launcher's
-  argv instead of horovodrun's (mpirun ...).
+  argv instead of horovodrun's (mpirun ...). MWMS's workers are started by
+  legacy_hvd.launch_workers, with the same host options.
   """
   program = [python or sys.executable, "-m", module, *args]
   if wrapper:
     program = ["sh", "-c", f'{wrapper}; exec "$@"', "rank", *program]
+  if launcher is None and module == MWMS:
+    launcher = [python or sys.executable, "-m", "legacy_hvd.launch_workers",
+                *(launcher_args or ["-H", f"localhost:{np}"]), "--"]
   if launcher is None:
     # Horovod's launcher under the ranks' Python, without its per-launch
     # build probe (launcher.py says why), or the `horovodrun` script itself
@@ -173,8 +180,10 @@ def rank_pid(model_dir, rank):
         environ = f.read().split(b"\0")
     except OSError:
       continue
+    tf_config = [v for v in environ if v.startswith(b"TF_CONFIG=")]
     if (b"legacy_hvd.train" in cmdline and str(model_dir).encode() in cmdline
-        and f"HOROVOD_RANK={rank}".encode() in environ
+        and (f"HOROVOD_RANK={rank}".encode() in environ or (
+            tf_config and f'"index": {rank}}}'.encode() in tf_config[0]))
         and not cmdline.startswith(b"/bin/sh")):
       return int(pid)
   return None

@@ -21,8 +21,8 @@ from tests.helpers import REPO
 PACKAGE = os.path.join(REPO, "legacy_hvd")
 HOROVOD_ROOMS = ("runtime", "training")
 ENTRY_POINTS = ("train", "train_tf2", "train_keras", "train_estimator",
-                "evaluate", "export", "predict", "preflight", "slurm",
-                "supervise", "data.__main__")
+                "train_mwms", "evaluate", "export", "predict", "preflight",
+                "slurm", "supervise", "launch_workers", "data.__main__")
 
 
 def docstring(*parts):

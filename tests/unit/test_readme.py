@@ -24,10 +24,7 @@ import shlex
 from absl import flags
 import pytest
 
-from flags import define_trainer_flags
-from flags.estimator import define_estimator
-from flags.keras import define_keras
-from flags.tf2 import define_tf2
+import flags as trainer_definitions
 from tests.helpers import REPO
 
 
@@ -47,21 +44,15 @@ MAIN_COMMAND = "horovodrun -np 4 python -m legacy_hvd.train --batch_size=64"
 
 def trainer_flags(module):
   """The FlagValues of one trainer entry point (None for other modules)."""
-  defines = {"legacy_hvd.train": [define_trainer_flags],
-             "legacy_hvd.train_tf2": [define_trainer_flags, define_tf2],
-             "legacy_hvd.train_keras": [define_trainer_flags, define_keras],
-             "legacy_hvd.train_estimator": [define_trainer_flags,
-                                            define_estimator]}
-  if module not in defines:
+  if module not in trainer_definitions.TRAINERS:
     return None
   flag_values = flags.FlagValues()
-  for define in defines[module]:
+  for define in trainer_definitions.TRAINERS[module]:
     define(flag_values)
   return flag_values
 
 
-TRAINERS = ("legacy_hvd.train", "legacy_hvd.train_tf2", "legacy_hvd.train_keras",
-            "legacy_hvd.train_estimator")
+TRAINERS = tuple(trainer_definitions.TRAINERS)
 # absl's own flags, which every absl entry point takes.
 ABSL_FLAGS = {"help", "helpshort", "helpfull", "helpxml", "flagfile",
               "undefok", "only_check_args"}
@@ -352,7 +343,8 @@ def functions(tree):
 
 
 def horovod_functions(path):
-  """The functions of a file whose own lines hold a `# Horovod:` comment."""
+  """The functions of a file whose own lines hold a touch point's comment:
+  `# Horovod:`, or `# tf.distribute:` (legacy_hvd.train_mwms's path)."""
   source = read(path)
   lines = source.splitlines()
   result = set()
@@ -360,7 +352,7 @@ def horovod_functions(path):
     for number in range(first, last + 1):
       if any(a <= number <= b for a, b in nested):
         continue
-      if re.search(r"#\s*Horovod:", lines[number - 1]):
+      if re.search(r"#\s*(Horovod|tf\.distribute):", lines[number - 1]):
         result.add(name)
         break
   return result
@@ -377,7 +369,8 @@ def test_touch_point_function_holds_a_horovod_comment(page, path, function):
   defined = functions(ast.parse(read(path)))
   assert function in defined, f"{page}: {path} has no function {function}"
   assert function in horovod_functions(path), (
-      f"{page}: {path}: {function} holds no `# Horovod:` comment")
+      f"{page}: {path}: {function} holds no `# Horovod:` (or "
+      "`# tf.distribute:`) comment")
 
 
 def test_touch_point_table_covers_the_main_job():

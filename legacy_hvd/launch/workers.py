@@ -1,0 +1,134 @@
+"""Starting a tf.distribute job's workers as horovodrun starts ranks: one
+process per slot of the hosts, each told the cluster by TF_CONFIG.
+
+    workers = plan(hosts, port)     # [Worker(host, rank, tf_config)]
+    processes = [start(w, command, env, ssh) for w in workers]
+    code, rank = wait_all(processes)   # the first failure ends the others
+
+A worker on this host is a child process; on another host, an ssh login
+running the command in this directory (the hosts share the file system,
+as horovodrun assumes). Each line a worker prints is passed through as
+horovodrun passes a rank's: `[rank]<stdout>:line`. When a worker exits
+non-zero the others get SURVIVORS_SECONDS to end on their own (one of
+them names what was lost), then SIGTERM, and SIGKILL GRACE_SECONDS later,
+as horovodrun ends its ranks. No TensorFlow, no Horovod.
+"""
+import collections
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from legacy_hvd.launch import hostlists
+
+GRACE_SECONDS = 5   # between SIGTERM and SIGKILL, horovodrun's too
+# After a worker failed, how long the others get to end on their own before
+# they are ended: a survivor learns of a dead peer from TensorFlow's
+# coordination service, whose heartbeat time-out is 10 s, and then names it
+# in one line (horovodrun ends the ranks at once: Gloo fails in
+# milliseconds when a peer's connection drops).
+SURVIVORS_SECONDS = 20
+# What a worker on another host gets of this environment (besides
+# TF_CONFIG): where to find Python and its packages, and the project's
+# own settings.
+FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+FORWARDED_PREFIXES = ("LEGACY_HVD_", "TF_")
+
+Worker = collections.namedtuple("Worker", "host rank tf_config")
+
+
+def free_port():
+  """A TCP port free on this host now."""
+  with socket.socket() as probe:
+    probe.bind(("", 0))
+    return probe.getsockname()[1]
+
+
+def plan(hosts, port):
+  """[(host, slots)] -> a Worker per slot, in rank order: host h's k-th
+  worker listens on `port` + k, and every TF_CONFIG lists them all."""
+  addresses = [(host, "{}:{}".format(host, port + k))
+               for host, slots in hosts for k in range(slots)]
+  cluster = {"worker": [address for _, address in addresses]}
+  return [Worker(host, rank, json.dumps(
+      {"cluster": cluster, "task": {"type": "worker", "index": rank}}))
+          for rank, (host, _) in enumerate(addresses)]
+
+
+def start(worker, command, env, ssh_timeout, ssh_port=None):
+  """The worker's process (a Popen; its stdout and stderr piped)."""
+  variables = dict(env, TF_CONFIG=worker.tf_config)
+  if hostlists.is_local(worker.host):
+    argv, child_env = list(command), variables
+  else:
+    forwarded = {name: value for name, value in variables.items()
+                 if name in FORWARDED or name.startswith(FORWARDED_PREFIXES)}
+    remote = "cd {} > /dev/null 2>&1; exec env {} {}".format(
+        shlex.quote(os.getcwd()),
+        " ".join("{}={}".format(name, shlex.quote(value))
+                 for name, value in sorted(forwarded.items())),
+        " ".join(shlex.quote(word) for word in command))
+    argv = hostlists.ssh_command(worker.host, ssh_timeout, ssh_port) + [remote]
+    child_env = env
+  return subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def pass_through(rank, process):
+  """Threads copying the worker's lines to ours, tagged as horovodrun tags
+  them; returns them (started)."""
+  def copy(stream, name, out):
+    for line in iter(stream.readline, b""):
+      out.write("[{}]<{}>:{}".format(
+          rank, name, line.decode("utf-8", "replace")))
+      out.flush()
+  threads = [threading.Thread(target=copy, args=(process.stdout, "stdout",
+                                                 sys.stdout), daemon=True),
+             threading.Thread(target=copy, args=(process.stderr, "stderr",
+                                                 sys.stderr), daemon=True)]
+  for thread in threads:
+    thread.start()
+  return threads
+
+
+def wait_all(processes, poll_seconds=0.1):
+  """Waits for every worker (Popen by rank). After the first non-zero exit
+  the others get SURVIVORS_SECONDS to end, then are ended (SIGTERM, then
+  SIGKILL). Returns (the job's exit code: the first failure's, else 0; its
+  rank or None)."""
+  first = None
+  while True:
+    codes = [p.poll() for p in processes]
+    if first is None:
+      failed = [(code, rank) for rank, code in enumerate(codes)
+                if code not in (None, 0)]
+      if failed:
+        first = failed[0]
+        deadline = time.monotonic() + SURVIVORS_SECONDS
+    if None not in codes:
+      return first or (0, None)
+    if first is not None and time.monotonic() > deadline:
+      end(processes)
+      return first
+    time.sleep(poll_seconds)
+
+
+def end(processes):
+  """SIGTERM to every worker still running, SIGKILL to those left after
+  GRACE_SECONDS."""
+  for process in processes:
+    if process.poll() is None:
+      process.send_signal(signal.SIGTERM)
+  deadline = time.monotonic() + GRACE_SECONDS
+  while time.monotonic() < deadline and any(
+      p.poll() is None for p in processes):
+    time.sleep(0.1)
+  for process in processes:
+    if process.poll() is None:
+      process.kill()
+    process.wait()

@@ -1,0 +1,91 @@
+"""tf.distribute's collectives, as the eager runtime asks for them: the
+twin of horovod_collectives.py for legacy_hvd.train_mwms.
+
+    collectives = strategy_collectives.Collectives(strategy, rank)
+    collectives.broadcast_from_rank0(1)     # int -> rank 0's, on every rank
+    collectives.allgather(rows)             # [n, ...] -> [size * n, ...]
+    collectives.sum(counts)                 # summed over workers
+    collectives.average(flag)               # averaged over workers
+
+`strategy` has one replica per worker (MultiWorkerMirroredStrategy on CPU,
+or one GPU per worker). Called between steps (the strategy's cross-replica
+context), each runs one replica function that reduces in the replica
+context; called inside strategy.run (the step), it reduces there directly.
+Every worker must call each one, in the same order, as with Horovod.
+Never imports Horovod.
+"""
+import tensorflow.compat.v2 as tf
+
+SUM = tf.distribute.ReduceOp.SUM
+MEAN = tf.distribute.ReduceOp.MEAN
+EAGER_WARNING = "eagerly has significant overhead"
+
+
+class Collectives:
+  """The collectives of `strategy` (a tf.distribute.Strategy), for the
+  worker whose index (its rank) is `rank`."""
+
+  # The chief holds the coordination service the others heartbeat to.
+  chief_exits_last = True
+
+  def __init__(self, strategy, rank):
+    self._strategy = strategy
+    self._rank = rank
+    # Run eagerly, a replica function warns that it is slow: these run
+    # between steps (the step itself is a tf.function), where it is not.
+    tf.get_logger().addFilter(
+        lambda record: EAGER_WARNING not in record.getMessage())
+
+  def broadcast_from_rank0(self, value):
+    # tf.distribute: no broadcast between replicas: rank 0's value plus the
+    # others' zeros is rank 0's, exactly.
+    return int(self.sum(tf.constant(value if self._rank == 0 else 0,
+                                    tf.int64)))
+
+  def broadcast_variables(self, variables):
+    """Every worker's `variables` (mirrored, made in the strategy's scope)
+    set to rank 0's: hvd.broadcast_variables' twin, in a batched sum per
+    dtype (a batch is packed into one tensor)."""
+    # tf.distribute: rank 0's values plus the others' zeros, as above.
+    for dtype in {v.dtype for v in variables}:
+      these = [v for v in variables if v.dtype == dtype]
+      values = self.sum([v if self._rank == 0 else tf.zeros_like(v)
+                         for v in these])
+      for variable, value in zip(these, values):
+        variable.assign(value)
+
+  def allgather(self, tensor):
+    # tf.distribute: every worker's rows, in rank order; its collectives
+    # gather 32- and 64-bit numbers only (the roster's rows are bytes).
+    wide = tf.cast(tensor, tf.int32) if tensor.dtype == tf.uint8 else tensor
+    gathered = self._in_replica(
+        lambda ctx: ctx.all_gather(_on_device(wide), axis=0))
+    return tf.cast(gathered, tensor.dtype)
+
+  def sum(self, tensors):
+    # tf.distribute: the sum over all workers (the test set's counts).
+    return self._in_replica(
+        lambda ctx: ctx.all_reduce(SUM, _on_device(tensors)))
+
+  def average(self, tensor, name=None):
+    del name   # Horovod's op name; tf.distribute orders its collectives
+    # tf.distribute: the average over all workers (a one-float flag).
+    return self._in_replica(
+        lambda ctx: ctx.all_reduce(MEAN, _on_device(tensor)))
+
+  def _in_replica(self, reduce):
+    """reduce(replica context) in this worker's replica: directly inside
+    strategy.run, else in a replica function of its own."""
+    context = tf.distribute.get_replica_context()
+    if context is not None and context.strategy is self._strategy:
+      return reduce(context)
+    results = self._strategy.run(
+        lambda: reduce(tf.distribute.get_replica_context()))
+    return tf.nest.map_structure(
+        lambda r: self._strategy.experimental_local_results(r)[0], results)
+
+
+def _on_device(tensors):
+  """`tensors` made in the replica: a step's argument has no device, and
+  the strategy reduces to where its input is."""
+  return tf.nest.map_structure(tf.identity, tensors)

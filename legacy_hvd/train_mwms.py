@@ -1,0 +1,219 @@
+"""The TF2 loop on TensorFlow's own multi-worker training, without Horovod:
+tf.distribute.MultiWorkerMirroredStrategy (MWMS).
+
+    python -m legacy_hvd.launch_workers -np 4 -H localhost:4 -- \\
+        python -m legacy_hvd.train_mwms --batch_size=64
+    TF_CONFIG='{"cluster": {"worker": ["lh1:23456", "lh2:23456"]},
+                "task": {"type": "worker", "index": 0}}' \\
+        python -m legacy_hvd.train_mwms ...     # on each host, its index
+
+The way past Horovod: Horovod 0.28.1, its last release, does not build
+against TensorFlow >= 2.20; this trainer runs on the newest TensorFlow too.
+Same flags, data and shards, model (same variables and initial values for
+the same --seed), learning-rate scaling and warm-up, step log, results.json,
+world.json and TF2 checkpoints as legacy_hvd.train_tf2, so the two compare
+step by step (tools/compare_paths.py) and each resumes the other's model
+directory (and the TF1 job's, converted).
+
+Read beside legacy_hvd/train_tf2.py: `grep -n "tf.distribute:"` lists every
+distributed touch point, in the order they come: the cluster from TF_CONFIG,
+the GPU, the strategy and its collective time-out, the variables made in
+strategy.scope(), the learning rate scaled by the number of workers, rank
+0's checkpoints, the broadcast from rank 0, the loss scaled to the global
+batch, the optimizer summing the workers' gradients, strategy.run, the
+distributed dataset with each worker's shard. What differs from Horovod,
+and how each shows on a run, is docs/tf1-vs-tf2.md's "Past Horovod". What
+the runtime adds (stop agreement, lost-host watch, progress, periodic
+evaluation, the final scores) is legacy_hvd/training/eager_job.py's, the
+same as the Horovod loop's, its collectives the strategy's
+(legacy_hvd/runtime/strategy_collectives.py).
+"""
+
+from absl import flags
+# The TF2 API (this trainer needs TensorFlow 2).
+import tensorflow.compat.v2 as tf
+
+from flags import define_trainer_flags
+from flags import mwms as mwms_flags
+from legacy_hvd.common import cli
+from legacy_hvd.common import compat
+from legacy_hvd.common.config import Config
+from legacy_hvd.common.signals import StopSignals
+from legacy_hvd.model import cnn
+from legacy_hvd.model import finite_gradients
+from legacy_hvd.model import optimizers
+from legacy_hvd.model import schedule
+from legacy_hvd.runtime import devices
+from legacy_hvd.runtime import startup
+from legacy_hvd.runtime import strategy_collectives
+from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.training import eager_job
+from legacy_hvd.training import job
+
+SUM = tf.distribute.ReduceOp.SUM
+
+
+def main(argv):
+  del argv
+  compat.enable_v2_behavior()
+  config = Config.from_flags(flags.FLAGS)
+  stop_signals = StopSignals().install()
+  data, own_threads = startup.before_horovod(config)
+  # tf.distribute: the cluster: every worker's host:port and this worker's
+  # index, from TF_CONFIG (legacy_hvd.launch_workers sets it; without it,
+  # one worker alone). Worker 0, the chief, is rank 0.
+  resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+  workers = resolver.cluster_spec().as_dict().get("worker", ["localhost:0"])
+  ranks = Ranks.of_workers(workers, resolver.task_id or 0)
+  # tf.distribute: MWMS takes every GPU a worker sees: one each, the one
+  # numbered by its place on its host, as under Horovod.
+  gpus = tf.config.list_physical_devices("GPU")
+  if gpus:
+    tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
+    tf.config.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  devices.place_eager_rank(config, ranks, own_threads)
+  # tf.distribute: one replica per worker, its collectives over gRPC; one
+  # waiting longer than --collective_timeout for a peer fails the step
+  # (without a time-out, a dead peer leaves the others waiting for ever).
+  strategy = tf.distribute.MultiWorkerMirroredStrategy(
+      cluster_resolver=resolver,
+      communication_options=tf.distribute.experimental.CommunicationOptions(
+          timeout_seconds=config.collective_timeout))
+  # TensorFlow's pre-emption notifier took SIGTERM for itself: it is the
+  # job's stop signal again (an agreed step, a checkpoint), as elsewhere.
+  stop_signals.install()
+  collectives = strategy_collectives.Collectives(strategy, ranks.rank)
+  runtime = eager_job.start(
+      config, data, ranks, stop_signals,
+      f"MWMS loop ({config.optimizer_impl} optimizer)", collectives)
+  with runtime.ending_on_write_failure():
+    summary = train(config, data, ranks, runtime, strategy, collectives)
+    # tf.distribute: the chief (rank 0) alone writes results.json.
+    runtime.finish(summary, "mwms")
+
+
+def train(config, data, ranks, runtime, strategy, collectives):
+  """Trains and evaluates eagerly under `strategy`; returns the summary
+  dict (all ranks). A stop signal ends the process instead, once rank 0
+  has saved a checkpoint at the step where all ranks stopped."""
+  plan = runtime.plan
+  # tf.distribute: variables made in the strategy's scope are mirrored:
+  # one copy per replica, updated together.
+  with strategy.scope():
+    params = {name: tf.Variable(cnn.initial_value(name, config.seed),
+                                name=name)
+              for name in cnn.PARAM_SHAPES}
+    step = tf.Variable(0, dtype=tf.int64, trainable=False,
+                       name="global_step",
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    # tf.distribute: the learning rate scaled with the number of workers
+    # (times their number for --lr_scaling=linear), reached by a warm-up.
+    lr_scale = schedule.lr_scale(config.lr_scaling, ranks.size)
+    rate_of = lambda at: schedule.learning_rate(at, config.lr, lr_scale,
+                                                plan.warmup_steps)
+    make_optimizer = getattr(optimizers, config.optimizer_impl)
+    optimizer = make_optimizer(config.optimizer, lambda: rate_of(step),
+                               config.adam_epsilon)
+  trainable = list(params.values())
+  # tf.distribute: a variable made inside strategy.run (an optimizer's slot,
+  # in the first step) is made by every worker alike; restoring it there on
+  # the chief alone would be a collective the others never join. Resuming,
+  # every worker makes its optimizer's state first, by applying zero
+  # gradients (the chief's restore overwrites it all).
+  if collectives.broadcast_from_rank0(
+      int(tf.train.latest_checkpoint(config.model_dir) is not None)):
+    strategy.run(lambda: optimizer.apply_gradients(
+        [(tf.zeros_like(v), v) for v in trainable]))
+  # tf.distribute: only the chief writes checkpoints, and resumes from its
+  # newest; the others take its values below.
+  checkpoints = (eager_job.resume_checkpoints(
+      config.model_dir, step, optimizer, params, rate_of)
+                 if ranks.rank == 0 else None)
+  # tf.distribute: every worker starts from the chief's weights, step and
+  # optimizer state (MWMS makes the initial values the chief's; a restored
+  # checkpoint is the chief's alone).
+  collectives.broadcast_variables(trainable + [step] +
+                                  optimizer_variables(optimizer))
+
+  def replica_step(images, labels, stop_requested):
+    with tf.GradientTape() as tape:
+      loss, accuracy = cnn.loss_and_accuracy(cnn.forward(images, params),
+                                             labels)
+      # tf.distribute: the optimizer sums the replicas' gradients (Horovod
+      # averages them): each replica's loss is scaled to its share of the
+      # global batch, so the sum is the global batch's mean.
+      scaled_loss = loss / strategy.num_replicas_in_sync
+    gradients = tape.gradient(scaled_loss, trainable)
+    # A NaN or Inf in any replica's gradient reaches every replica's check
+    # in the same step (one float summed: 0 when all are finite), before
+    # anything is applied.
+    non_finite = tf.distribute.get_replica_context().all_reduce(
+        SUM, tf.add_n([tf.reduce_sum(g * 0.0) for g in gradients]))
+    finite_gradients.checked(non_finite)
+    rate = rate_of(step)
+    # tf.distribute: apply_gradients in a replica sums the gradients over
+    # all replicas (an all-reduce) and updates every copy alike.
+    if config.optimizer_impl == "v1":
+      optimizer.apply_gradients(zip(gradients, trainable), global_step=step)
+    else:
+      optimizer.apply_gradients(zip(gradients, trainable))
+      step.assign_add(1)
+    return loss, accuracy, rate, runtime.agree_to_stop(stop_requested)
+
+  @tf.function
+  def train_step(images, labels, stop_requested):
+    # tf.distribute: the step runs in every replica; each returns its own.
+    results = strategy.run(replica_step,
+                           args=(images, labels, stop_requested))
+    return [strategy.experimental_local_results(r)[0] for r in results]
+
+  start = int(step.numpy())
+  # tf.distribute: each worker reads its own shard of the training set
+  # (input pipeline i of n is worker i's; no auto-sharding), in the same
+  # order as the Horovod jobs.
+  dataset = strategy.distribute_datasets_from_function(
+      lambda context: job.batches(
+          config, data.train_images, data.train_labels,
+          context.num_input_pipelines, context.input_pipeline_id,
+          start * config.batch_size))
+  report = runtime.reporting(lambda images: cnn.forward(images, params),
+                             params)
+  report.begin(start)
+  stopped = False
+  batches = iter(dataset)
+  for batch in range(max(0, plan.max_steps - start)):
+    images, labels = next(batches)
+    # A failed collective shows where its result is read: in the block.
+    with runtime.ending_failed_steps(report.progress):
+      loss, accuracy, rate, any_stop = train_step(
+          images, labels, runtime.stop_requested())
+      stopped = any_stop.numpy() > 0
+      current = int(step.numpy())
+      values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
+                "learning_rate": rate.numpy()}
+    report.after_step(current, values)
+    if checkpoints:
+      checkpoints.save_every(current, config.save_checkpoints_steps)
+    if stopped:
+      break
+    report.evaluate_if_due(current)
+  report.close()
+  if checkpoints:
+    checkpoints.save_at_end(int(step.numpy()))
+  runtime.exit_on_stop(stopped)
+  return report.final_summary()
+
+
+def optimizer_variables(optimizer):
+  # v1 optimizers have a variables() method, Keras ones a property.
+  variables = optimizer.variables
+  return list(variables() if callable(variables) else variables)
+
+
+def run():
+  """Console-script entry point (legacy-hvd-train-mwms)."""
+  cli.run(main, [define_trainer_flags, mwms_flags.define_mwms])
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,142 @@
+"""legacy_hvd.train_mwms, the TF2 loop on tf.distribute's
+MultiWorkerMirroredStrategy, its workers started by legacy_hvd.launch_workers:
+the Horovod loop's numbers step for step, its model directories continued,
+its faults in one line."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from legacy_hvd.common import checkpoint_state
+from tests.helpers import MWMS, REPO, assert_ok, error_lines, horovodrun
+from tests.helpers import rank_pid, read_results, start, wait_for
+from tests.helpers.shared_runs import SHARED_STEPS, copy_run, finished_run
+
+# TensorFlow 2 only (TF 1.15's strategy is experimental and graph-bound):
+# the default stack runs these, and the newest, where Horovod is not.
+pytestmark = pytest.mark.one_stack
+
+
+@pytest.fixture(scope="module")
+def mwms_run(tmp_path_factory):
+  """np=2 of train_mwms with the shared runs' flags (tf2_run's too)."""
+  return finished_run(tmp_path_factory.mktemp("mwms-run"), MWMS,
+                      ["--nocpu_affinity"])
+
+
+def step_losses(run):
+  """[(step, loss)] of the run's step log (its evaluations' lines aside)."""
+  with open(run.files / "steps.jsonl") as f:
+    entries = [json.loads(line) for line in f]
+  return [(e["step"], e["loss"]) for e in entries if "loss" in e]
+
+
+def test_mwms_is_the_horovod_loop_step_for_step(mwms_run, tf2_run):
+  # At np=2 the strategy's sum of half-scaled gradients is Horovod's
+  # average bit for bit (a division by 2 is exact): every step's loss, the
+  # final weights, the test set's scores.
+  assert step_losses(mwms_run) == step_losses(tf2_run)
+  ours, theirs = read_results(mwms_run.model_dir), read_results(
+      tf2_run.model_dir)
+  assert ours["path"] == "mwms" and ours["world_size"] == 2
+  assert ours["weights_in_sync"]
+  assert ours["weight_digests"] == theirs["weight_digests"]
+  assert ours["test_accuracy"] == theirs["test_accuracy"]
+  assert ours["evaluations"] == theirs["evaluations"]
+  assert "MWMS loop (v1 optimizer)" in mwms_run.output
+  # The chief alone writes checkpoints; no rank prints a traceback, and
+  # the chief outlives the others (no worker's heartbeat fails at the end).
+  assert checkpoint_state.latest_step(mwms_run.model_dir) == SHARED_STEPS
+  assert "Traceback" not in mwms_run.output
+  assert "heartbeat" not in mwms_run.output.lower()
+
+
+@pytest.mark.parametrize("source", ["mwms", "tf2", "tf1"])
+def test_mwms_continues_a_model_directory(source, mwms_run, tf2_run, tf1_run,
+                                          tmp_path):
+  # Its own, the Horovod TF2 loop's (the same checkpoint keys) and the TF1
+  # job's (converted on resume): the optimizer's state is made on every
+  # worker before the chief restores it, so the workers stay in step.
+  run = {"mwms": mwms_run, "tf2": tf2_run, "tf1": tf1_run}[source]
+  model_dir = copy_run(run, tmp_path / "model")
+  process = horovodrun(2, MWMS, [
+      f"--model_dir={model_dir}", f"--data_dir={run.data_dir}",
+      f"--max_steps={SHARED_STEPS + 5}", "--log_every_n_steps=5"])
+  assert_ok(process)
+  assert f"Resuming from global step {SHARED_STEPS}" in process.stderr
+  results = read_results(model_dir)
+  assert (results["start_step"], results["steps"]) == (SHARED_STEPS,
+                                                       SHARED_STEPS + 5)
+  assert results["weights_in_sync"]
+  assert "Traceback" not in process.stderr
+
+
+def test_mwms_bad_flag_is_one_line_before_any_worker_trains(tmp_path):
+  process = horovodrun(2, MWMS, [f"--model_dir={tmp_path / 'model'}",
+                                 "--fp16_allreduce"])
+  assert process.returncode == 2
+  errors = error_lines(process)
+  assert len(errors) == 1, process.stderr[-3000:]
+  assert "--fp16_allreduce is Horovod's compression" in errors[0]
+  assert not (tmp_path / "model").exists()
+
+
+def launch(tmp_path, name, model_dir, data_dir, log):
+  return start(2, MWMS, [
+      f"--model_dir={model_dir}", f"--data_dir={data_dir}",
+      "--max_steps=100000", "--save_checkpoints_steps=20",
+      "--log_every_n_steps=10"], log)
+
+
+def test_mwms_killed_worker_is_named_in_one_line(mwms_run, tmp_path):
+  # MWMS learns of a dead peer from its coordination service's heartbeat
+  # (10 s), not at once as Gloo does; the launcher gives the survivors
+  # that long (workers.SURVIVORS_SECONDS) before it ends them.
+  model_dir = tmp_path / "model"
+  log_path = tmp_path / "killed.log"
+  with open(log_path, "w") as log:
+    job = launch(tmp_path, "killed", model_dir, mwms_run.data_dir, log)
+    try:
+      wait_for(lambda: checkpoint_state.latest_step(model_dir) >= 20, 120,
+               "a checkpoint at step 20")
+      os.kill(rank_pid(model_dir, 1), signal.SIGKILL)
+      killed = time.monotonic()
+      job.wait(timeout=60)
+      seconds = time.monotonic() - killed
+    finally:
+      if job.poll() is None:
+        job.kill()
+  output = log_path.read_text()
+  print(f"killed worker: the launcher exited {seconds:.1f} s after the kill")
+  errors = error_lines(output)
+  assert len(errors) == 1, output[-6000:]
+  assert "lost rank 1 of 2 on host" in errors[0], errors[0]
+  assert "(process ended)" in errors[0]
+  assert "<stderr>:Traceback" not in output
+  assert rank_pid(model_dir, 0) is None
+
+
+def test_mwms_sigterm_stops_at_one_step_with_a_checkpoint(mwms_run, tmp_path):
+  # TensorFlow's pre-emption notifier takes SIGTERM when the strategy
+  # starts; the trainer takes it back: every worker stops at one agreed
+  # step, the chief checkpoints there.
+  model_dir = tmp_path / "model"
+  log_path = tmp_path / "stopped.log"
+  with open(log_path, "w") as log:
+    job = launch(tmp_path, "stopped", model_dir, mwms_run.data_dir, log)
+    try:
+      wait_for(lambda: "step 10:" in log_path.read_text(), 120, "step 10")
+      job.send_signal(signal.SIGTERM)
+      job.wait(timeout=60)
+    finally:
+      if job.poll() is None:
+        job.kill()
+  output = log_path.read_text()
+  assert job.returncode == 128 + signal.SIGTERM, output[-4000:]
+  assert "Stopped by signal 15 at step" in output
+  stopped = int(output.split("Stopped by signal 15 at step ")[1].split(";")[0])
+  assert checkpoint_state.latest_step(model_dir) == stopped
+  assert "<stderr>:Traceback" not in output
