@@ -51,7 +51,8 @@ def main(argv):
              "legacy_hvd.train_mwms ...` after the flags", cli.USAGE_ERROR)
   hosts = (hostlists.parse_hosts(FLAGS.hosts) if FLAGS.hosts else
            hostlists.parse_hostfile(FLAGS.hostfile))
-  planned = workers.plan(hosts, FLAGS.port or workers.free_port())
+  planned = workers.plan(hosts, FLAGS.port or workers.free_ports(
+      max(slots for _, slots in hosts)))
   forward = Forward().install()
   for worker in planned:
     process = workers.start(worker, command, dict(os.environ),

@@ -17,7 +17,8 @@ them with srun instead:
      horovodrun, e.g. lh1:2,lh2:2); on a requeued job, waits until no
      process of its earlier runs is left on them (launch/leftovers.py);
   3. optionally runs the pre-flight check on those hosts (--preflight);
-  4. starts Horovod's Gloo rendezvous server for that plan;
+  4. starts Horovod's Gloo rendezvous server for that plan (not for
+     train_mwms: its workers find each other by SlurmClusterResolver);
   5. runs `srun -n N python -m legacy_hvd.slurm --task MODULE ...`, its
      output passed through and read (launch/run_outcome.py): each task
      gives itself the HOROVOD_* variables of its slot (rank =
@@ -46,6 +47,7 @@ The cluster side: imports no trainer, TensorFlow or Horovod's frameworks
 (only Horovod's launcher pieces). Python 3.7-compatible.
 """
 import argparse
+import collections
 import os
 import re
 import signal
@@ -69,6 +71,10 @@ from legacy_hvd.launch import slurm_healing
 
 PROGRAM = "legacy_hvd.slurm"
 TRAINERS = tuple(flags.TRAINERS)
+MWMS = "legacy_hvd.train_mwms"   # no Horovod: no rendezvous server
+# A rank's place in the plan: what horovodrun tells each rank.
+Slot = collections.namedtuple(
+    "Slot", "hostname rank size local_rank local_size cross_rank cross_size")
 PLAN = cli.SLURM_PLAN   # the launcher's plan, read by each task
 RANK_FAILED = 70        # EX_SOFTWARE: a rank's own error; not requeued
 LEFTOVER_SECONDS = 90   # for an earlier run's processes to be gone
@@ -108,12 +114,12 @@ def allocation(env):
 
 
 def slots(hosts):
-  """Horovod's SlotInfo of every rank for "lh1:2,lh2:2": ranks fill one
-  host after the other, as srun's default (block) distribution does."""
-  from horovod.runner.common.util import hosts as horovod_hosts
-  parsed = horovod_hosts.parse_hosts(hosts)
-  return horovod_hosts.get_host_assignments(
-      parsed, sum(h.slots for h in parsed))
+  """Every rank's Slot for "lh1:2,lh2:2": ranks fill one host after the
+  other, as srun's default (block) distribution does, and horovodrun."""
+  names = [host for host, count in hostlists.parse_hosts(hosts)
+           for _ in range(count)]
+  return [Slot(names[rank], *cli.workers_place(names, rank))
+          for rank in range(len(names))]
 
 
 # -- the batch script's side -------------------------------------------------
@@ -221,21 +227,25 @@ def launch(args, trainer_args, env):
   if args.preflight:
     preflight(hosts, trainer_args, args.network_interface, env)
 
-  from horovod.runner.http.http_server import RendezvousServer
-  # Horovod: the rendezvous server that every rank's Gloo context meets
-  # at, on this (rank 0's) node, as horovodrun runs it.
-  rendezvous = RendezvousServer()
-  port = rendezvous.start()
-  rendezvous.init(slots(hosts))
-  task_env = dict(env, **{
-      PLAN: hosts,
-      "HOROVOD_GLOO_RENDEZVOUS_ADDR": socket.gethostbyname(
-          socket.gethostname()),
-      "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
-      "HOROVOD_CONTROLLER": "gloo",
-      "HOROVOD_CPU_OPERATIONS": "gloo",
-      "PYTHONUNBUFFERED": "1",
-  }, **leftovers.mark(run_id, restart))
+  task_env = dict(env, **{PLAN: hosts, "PYTHONUNBUFFERED": "1"},
+                  **leftovers.mark(run_id, restart))
+  rendezvous = None
+  if args.module != MWMS:
+    from horovod.runner.http.http_server import RendezvousServer
+    # Horovod: the rendezvous server that every rank's Gloo context meets
+    # at, on this (rank 0's) node, as horovodrun runs it. (tf.distribute's
+    # workers find each other from srun's environment: SlurmClusterResolver.)
+    from horovod.runner.common.util import hosts as horovod_hosts
+    rendezvous = RendezvousServer()
+    port = rendezvous.start()
+    rendezvous.init(horovod_hosts.get_host_assignments(
+        horovod_hosts.parse_hosts(hosts), size))
+    task_env.update({
+        "HOROVOD_GLOO_RENDEZVOUS_ADDR": socket.gethostbyname(
+            socket.gethostname()),
+        "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
+        "HOROVOD_CONTROLLER": "gloo",
+        "HOROVOD_CPU_OPERATIONS": "gloo"})
   if args.network_interface:
     task_env["HOROVOD_GLOO_IFACE"] = args.network_interface
   # -n and -N: srun inside sbatch would take SLURM_NTASKS and more from the
@@ -250,7 +260,8 @@ def launch(args, trainer_args, env):
   mark = run_outcome.results_mark(directory)
   code, lines = run_outcome.run_reading(
       argv, lambda srun: setattr(received, "srun", srun), env=task_env)
-  rendezvous.stop()
+  if rendezvous:
+    rendezvous.stop()
   why = code and requeue_reason(received, code, job)
   if why:
     log("job {}: ranks stopped at step {} ({}); requeueing".format(

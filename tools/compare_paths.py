@@ -1,7 +1,7 @@
 """Runs the TF1 and TF2 paths, and stacks, side by side; reports where they differ.
 
     python tools/compare_paths.py --np 2 --steps 200 --out DIR \
-        [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8,estimator]
+        [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8,estimator,mwms]
     python tools/compare_paths.py --np 2 --steps 200 --out DIR --impls none \
         --stacks .venv-tf1.15.5/bin/python    # the TF1 job on TF 1.15 too
     python tools/compare_paths.py --np 2 --steps 200 --out DIR \
@@ -14,7 +14,9 @@ and data order, for the same number of steps, logging every step's loss and,
 every --digest_every steps, a digest of the weights: the TF1 job
 (legacy_hvd.train), the TF2 loop (legacy_hvd.train_tf2, tf2-<impl>) and
 Keras fit (legacy_hvd.train_keras, keras-fit) and the Estimator job
-(legacy_hvd.train_estimator, estimator: TF <= 2.15). --stacks adds the TF1
+(legacy_hvd.train_estimator, estimator: TF <= 2.15) and the TF2 loop on
+tf.distribute's MultiWorkerMirroredStrategy (legacy_hvd.train_mwms, mwms:
+its workers started by legacy_hvd.launch_workers, no Horovod). --stacks adds the TF1
 path run by another stack's Python (and the horovodrun beside it), compared
 with the TF1 path of this one. Writes
   DIR/report.json   every figure below, machine-readable
@@ -103,6 +105,17 @@ STACK_CAUSE = (
     "differently too. Adam's first steps amplify these ulps.")
 
 
+# The TF2 loop on tf.distribute, no Horovod: its workers started by
+# legacy_hvd.launch_workers instead of horovodrun.
+MWMS = "legacy_hvd.train_mwms"
+# Why it may part from the Horovod paths (docs/tf1-vs-tf2.md, "Past
+# Horovod"; measured with this tool).
+MWMS_CAUSE = (
+    "the reduction, in float order only: the strategy sums each worker's "
+    "gradient of its loss divided by the number of workers, Horovod "
+    "averages the workers' gradients; the same numbers up to the order of "
+    "the additions (a ring over gRPC against Gloo's), and at np=2 the same "
+    "bits (a division by 2 is exact).")
 # --impls: run name, module, trainer flags.
 IMPLS = {
     "v1": ("tf2-v1", "legacy_hvd.train_tf2", ["--optimizer_impl=v1"]),
@@ -113,6 +126,7 @@ IMPLS = {
     "fit-eps1e-8": ("keras-fit-eps1e-8", "legacy_hvd.train_keras",
                     ["--adam_epsilon=1e-8"]),
     "estimator": ("estimator", "legacy_hvd.train_estimator", []),
+    "mwms": ("mwms", MWMS, ["--optimizer_impl=v1"]),
 }
 # --migrate: tf1 and the --impls names.
 PATHS = dict(IMPLS, tf1=("tf1", "legacy_hvd.train", []))
@@ -129,7 +143,8 @@ def parse_args(argv):
                       help="TF2 variants to run, comma-separated: the TF2 "
                       "loop with optimizer v1, keras, keras-eps1e-8 (Keras "
                       "Adam with v1's epsilon); Keras fit: fit, fit-eps1e-8; "
-                      "the Estimator job: estimator; "
+                      "the Estimator job: estimator; the TF2 loop on "
+                      "MultiWorkerMirroredStrategy: mwms; "
                       "none: no TF2 path run")
   parser.add_argument("--stacks", default="",
                       help="Pythons of other stacks' venvs (comma-separated, "
@@ -195,8 +210,12 @@ def run_path(name, module, extra, args, python=sys.executable):
            f"--intra_op_threads={args.threads}",
            f"--inter_op_threads={args.threads}", *held_out_flags(args),
            *extra, *args.trainer_flags]
-  command = [*stacks.horovodrun(python), "--gloo", "-np", str(args.np), "-H",
-             f"localhost:{args.np}", python, "-m", module, *flags]
+  hosts = ["-H", f"localhost:{args.np}"]
+  launcher = ([python, "-m", "legacy_hvd.launch_workers", *hosts, "--"]
+              if module == MWMS else
+              [*stacks.horovodrun(python), "--gloo", "-np", str(args.np),
+               *hosts])
+  command = [*launcher, python, "-m", module, *flags]
   env = dict(os.environ)
   if args.onednn == "off":
     env["TF_ENABLE_ONEDNN_OPTS"] = "0"
@@ -488,6 +507,8 @@ def main(argv=None):
       cause = STACK_CAUSE
     elif run["results"]["path"] == "keras-fit":
       cause = FIT_CAUSES.get(optimizer)
+    elif run["results"]["path"] == "mwms":
+      cause = MWMS_CAUSE
     else:
       cause = CAUSES.get((run["results"]["flags"]["optimizer_impl"],
                           optimizer))

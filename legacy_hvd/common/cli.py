@@ -82,7 +82,8 @@ def tf_config_workers():
 
 def workers_place(workers, index):
   """(rank, size, local_rank, local_size, cross_rank, cross_size) of worker
-  `index` of `workers` ("host:port" each): its index among all, and among
+  `index` of `workers` ("host:port" or "host" each): its index among all,
+  and among
   those on its host, and its host's among the hosts, in order."""
   hosts = [worker.rsplit(":", 1)[0] for worker in workers]
   distinct = list(dict.fromkeys(hosts))

@@ -16,6 +16,7 @@ as horovodrun ends its ranks. No TensorFlow, no Horovod.
 import collections
 import json
 import os
+import random
 import shlex
 import signal
 import socket
@@ -27,6 +28,7 @@ import time
 from legacy_hvd.launch import hostlists
 
 GRACE_SECONDS = 5   # between SIGTERM and SIGKILL, horovodrun's too
+PORT_RANGE = (20000, 32000)   # where a first worker port is picked
 # After a worker failed, how long the others get to end on their own before
 # they are ended: a survivor learns of a dead peer from TensorFlow's
 # coordination service, whose heartbeat time-out is 10 s, and then names it
@@ -42,11 +44,19 @@ FORWARDED_PREFIXES = ("LEGACY_HVD_", "TF_")
 Worker = collections.namedtuple("Worker", "host rank tf_config")
 
 
-def free_port():
-  """A TCP port free on this host now."""
-  with socket.socket() as probe:
-    probe.bind(("", 0))
-    return probe.getsockname()[1]
+def free_ports(count):
+  """The first of `count` consecutive TCP ports free on this host now,
+  below the kernel's ephemeral range (where outgoing connections take
+  theirs)."""
+  while True:
+    first = random.randrange(*PORT_RANGE)
+    try:
+      for port in range(first, first + count):
+        with socket.socket() as probe:
+          probe.bind(("", port))
+    except OSError:
+      continue
+    return first
 
 
 def plan(hosts, port):

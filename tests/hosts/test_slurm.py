@@ -357,3 +357,48 @@ def test_docs_list_the_launchers_options():
       for option in action.option_strings if option.startswith("--")}
   shared = {"--" + name for name in slurm_launcher.host_flags()}
   assert listed == (parser_options | shared) - {"--help"}
+
+
+@one_stack
+def test_mwms_jobs_share_the_nodes_and_a_warned_one_requeues(slurm, data_dir):
+  # legacy_hvd.train_mwms under the same launcher: no Horovod, its workers
+  # found by SlurmClusterResolver, their ports from the job's id. Two jobs
+  # at once on lh1 and lh2 (one task on each: the nodes' 2 CPUs), the
+  # first warned at step 10 (SIGUSR1 to the tasks): it requeues and
+  # resumes; then one of 2 x 2 tasks.
+  mwms = "legacy_hvd.train_mwms"
+  flagfile = os.path.join(slurm.cluster.scratch, "mwms-warned.flags")
+  write_flagfile(slurm, flagfile, ["--max_steps=100000"])
+  warned = slurmjobs.submit(slurm, "mwms-warned", [
+      "--flagfile=" + flagfile, "--log_every_n_steps=10"], data_dir,
+                            module=mwms, tasks_per_node=1)
+  beside = slurmjobs.submit(slurm, "mwms-beside", [
+      "--max_steps=60", "--log_every_n_steps=10"], data_dir, module=mwms,
+                            tasks_per_node=1)
+  slurmjobs.wait_for_line(warned, "step 10:", JOB_TIMEOUT)
+  slurm.run(["scancel", "--signal=USR1", warned.id], check=True)
+  slurmjobs.wait_for_line(warned, "); requeueing", 60)
+  step = stopped_step(warned.output(), 10)
+  write_flagfile(slurm, flagfile, ["--max_steps={}".format(step + 10)])
+  slurmjobs.wait_gone(beside, JOB_TIMEOUT)
+  slurmjobs.wait_gone(warned, REQUEUE_TIMEOUT + JOB_TIMEOUT)
+  whole = slurmjobs.submit(slurm, "mwms-whole", [
+      "--max_steps=30", "--log_every_n_steps=10"], data_dir, module=mwms)
+  slurmjobs.wait_gone(whole, JOB_TIMEOUT)
+
+  output = warned.output()
+  assert ("restart 1: 2 ranks on lh1:1,lh2:1; resuming at step {} in"
+          .format(step)) in output
+  assert "Resuming from global step {}".format(step) in output
+  assert (warned.state()["JobState"], warned.state()["Restarts"]) == (
+      "COMPLETED", "1"), output[-6000:]
+  results = read_json(warned.model_dir, "results.json")
+  assert (results["start_step"], results["steps"]) == (step, step + 10)
+  for job, size, steps in ((beside, 2, 60), (whole, 4, 30)):
+    assert job.state()["JobState"] == "COMPLETED", job.output()[-6000:]
+    results = read_json(job.model_dir, "results.json")
+    assert (results["path"], results["world_size"], results["steps"]) == (
+        "mwms", size, steps)
+    assert results["weights_in_sync"]
+  for job in (warned, beside, whole):
+    assert "Traceback" not in job.output(), job.output()[-6000:]
