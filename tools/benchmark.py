@@ -6,6 +6,7 @@
         --stacks .venv-tf1.15.5/bin/python   # the same graph on TF 1.15 too
     python tools/benchmark.py --out DIR --cases eval   # periodic evaluation
     python tools/benchmark.py --out DIR --cases estimator   # the Estimator job
+    python tools/benchmark.py --out DIR --cases mwms   # past Horovod: MWMS
 
 Across test hosts over emulated links (100mbit, 1gbit), with the knobs and
 step time split into compute and allreduce: tools/hostbench.py.
@@ -53,6 +54,8 @@ BATCH_SIZE = 64            # per worker, the trainer's default
 # None: no horovodrun at all (plain TF). Gloo is named explicitly: a Horovod
 # built with MPI too would otherwise default to MPI.
 GLOO, MPI = ["--gloo"], ["--mpi"]
+# tf.distribute's workers: started by legacy_hvd.launch_workers, no Horovod.
+WORKERS = ["launch_workers"]
 BARE_LOOP = "tools.bare_loop"   # takes --max_steps, --step_log, --data_dir,
                                 # --horovod only
 CASES = {
@@ -88,6 +91,12 @@ CASES = {
     # job's cases; without periodic evaluation, so only training is timed.
     "estimator-np1": ("legacy_hvd.train_estimator", 1, [], GLOO),
     "estimator-np4": ("legacy_hvd.train_estimator", 4, [], GLOO),
+    # Past Horovod: the TF2 loop on MultiWorkerMirroredStrategy, beside the
+    # Horovod TF2 loop with the same (v1) optimizer and the TF1 job.
+    "tf2-np4": ("legacy_hvd.train_tf2", 4, ["--optimizer_impl=v1"], GLOO),
+    "mwms-np1": ("legacy_hvd.train_mwms", 1, [], WORKERS),
+    "mwms-np2": ("legacy_hvd.train_mwms", 2, [], WORKERS),
+    "mwms-np4": ("legacy_hvd.train_mwms", 4, [], WORKERS),
 }
 # Periodic held-out evaluation (--eval_every_n_steps), on against off.
 EVAL_EVERY = 50
@@ -140,12 +149,18 @@ RATIOS = {
     "estimator np4 / horovod bare loop np4": ("estimator-np4", "bare-np4",
                                               None),
     "estimator / tf1 at np4": ("estimator-np4", "tf1-np4", None),
+    "mwms / tf1 at np1": ("mwms-np1", "tf1-np1", None),
+    "mwms / horovod tf2 loop at np2": ("mwms-np2", "tf2-np2", None),
+    "mwms / horovod tf2 loop at np4": ("mwms-np4", "tf2-np4", None),
+    "mwms np4 / np1 (aggregate)": ("mwms-np4", "mwms-np1", None),
 }
 CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
                "keras": ["tf1-np1", "tf1-np4", "keras-np1", "keras-np4"],
                "estimator": ["bare", "bare-np4", "tf1-np1", "tf1-np4",
                              "estimator-np1", "estimator-np4"],
                "eval": [case for pair in EVAL_CASES.items() for case in pair],
+               "mwms": ["tf1-np1", "tf1-np2", "tf1-np4", "tf2-np2", "tf2-np4",
+                        "mwms-np1", "mwms-np2", "mwms-np4"],
                "all": DEFAULT_CASES + KNOB_CASES}
 
 
@@ -196,9 +211,14 @@ def run_case(name, args, work, python=sys.executable):
   rss_dir = os.path.join(model_dir, "rss")
   os.mkdir(rss_dir)
   total = args.warmup + args.steps
-  command = [] if launcher is None else [
-      *stacks.horovodrun(python), *launcher, "-np", str(np), "-H",
-      f"localhost:{np}"]
+  if launcher is None:
+    command = []
+  elif launcher == WORKERS:
+    command = [python, "-m", "legacy_hvd.launch_workers", "-H",
+               f"localhost:{np}", "--"]
+  else:
+    command = [*stacks.horovodrun(python), *launcher, "-np", str(np), "-H",
+               f"localhost:{np}"]
   # Every rank runs under tools/peak_rss.py, which records its peak RSS.
   command += [python, "-m", "tools.peak_rss", rss_dir, module,
               f"--max_steps={total}", f"--step_log={step_log}", *flags]

@@ -4,7 +4,8 @@
     horovodrun -np 4 python -m tools.peak_rss DIR legacy_hvd.train ...
 
 Writes DIR/rank-<r>.json: {"rank": r, "peak_rss_bytes": n}, r the rank the
-launcher gave (0 without one). n is getrusage's ru_maxrss: the kernel's
+launcher gave (TF_CONFIG's index for tf.distribute's workers; 0 without
+one). n is getrusage's ru_maxrss: the kernel's
 high-water mark of this process's resident memory, so a short peak between
 two samples is never missed, and children (none here) are not counted.
 tools/benchmark.py starts every case's ranks through it.
@@ -16,6 +17,8 @@ import resource
 import runpy
 import sys
 
+from legacy_hvd.common import cli
+
 _RANK_VARIABLES = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 
@@ -23,7 +26,9 @@ def rank():
   for variable in _RANK_VARIABLES:
     if variable in os.environ:
       return int(os.environ[variable])
-  return 0
+  # A tf.distribute worker (legacy_hvd.launch_workers): its index.
+  workers = cli.tf_config_workers()
+  return workers[1] if workers else 0
 
 
 def write_peak(directory):

@@ -1,7 +1,7 @@
 """The trainers the fault tests run alike, and what each one's checkpoints
 and results.json call things.
 
-    for trainer in TRAINERS:       # tf1, tf2, keras-fit[, estimator]
+    for trainer in TRAINERS:       # tf1, tf2, keras-fit[, estimator][, mwms]
       trainer.module               # "legacy_hvd.train_tf2"
       trainer.checkpoint           # the checkpoint prefix: "ckpt"
       trainer.weights              # two weight names inside its checkpoints
@@ -23,8 +23,8 @@ class Trainer(collections.namedtuple(
     return self.module.rsplit(".", 1)[1]
 
 
-# The TF1 job and its two TF2 variants get the same fault tests. TF1
-# checkpoints are name-based, TF2 ones object-based.
+# The TF1 job, its TF2 variants and the MWMS loop get the same fault
+# tests. TF1 checkpoints are name-based, TF2 ones object-based.
 TF2_WEIGHTS = [f"{name}/.ATTRIBUTES/VARIABLE_VALUE"
                for name in ("conv1_weights", "dense_weights")]
 TRAINERS = [
@@ -36,6 +36,9 @@ TRAINERS = [
 if compat.estimator() is not None:   # tf.estimator: TF <= 2.15
   TRAINERS.append(Trainer("legacy_hvd.train_estimator", "model.ckpt",
                           ["conv1/weights", "dense/weights"], "estimator"))
+if not compat.TF1:   # tf.distribute's MultiWorkerMirroredStrategy: TF 2
+  TRAINERS.append(Trainer("legacy_hvd.train_mwms", "ckpt", TF2_WEIGHTS,
+                          "mwms"))
 
 
 def legacy_stack_runs_graph_jobs():
@@ -51,5 +54,5 @@ def legacy_stack_runs_graph_jobs():
   stack, the one they are written for.
   """
   return [pytest.param(trainer, id=str(trainer), marks=(
-      [pytest.mark.one_stack] if trainer.path in ("tf2", "keras-fit")
+      [pytest.mark.one_stack] if trainer.path in ("tf2", "keras-fit", "mwms")
       else [])) for trainer in TRAINERS]

@@ -1,17 +1,18 @@
 """legacy_hvd.train_mwms, the TF2 loop on tf.distribute's
 MultiWorkerMirroredStrategy, its workers started by legacy_hvd.launch_workers:
 the Horovod loop's numbers step for step, its model directories continued,
-its faults in one line."""
+a killed worker in one line. The faults every trainer meets (SIGTERM, NaN,
+damaged checkpoints, failed writes) are tests/jobs/test_faults.py's and
+test_write_faults.py's, this trainer among them (helpers.trainers)."""
 import json
 import os
 import signal
-import subprocess
 import time
 
 import pytest
 
 from legacy_hvd.common import checkpoint_state
-from tests.helpers import MWMS, REPO, assert_ok, error_lines, horovodrun
+from tests.helpers import MWMS, assert_ok, error_lines, horovodrun
 from tests.helpers import rank_pid, read_results, start, wait_for
 from tests.helpers.shared_runs import SHARED_STEPS, copy_run, finished_run
 
@@ -117,26 +118,3 @@ def test_mwms_killed_worker_is_named_in_one_line(mwms_run, tmp_path):
   assert "(process ended)" in errors[0]
   assert "<stderr>:Traceback" not in output
   assert rank_pid(model_dir, 0) is None
-
-
-def test_mwms_sigterm_stops_at_one_step_with_a_checkpoint(mwms_run, tmp_path):
-  # TensorFlow's pre-emption notifier takes SIGTERM when the strategy
-  # starts; the trainer takes it back: every worker stops at one agreed
-  # step, the chief checkpoints there.
-  model_dir = tmp_path / "model"
-  log_path = tmp_path / "stopped.log"
-  with open(log_path, "w") as log:
-    job = launch(tmp_path, "stopped", model_dir, mwms_run.data_dir, log)
-    try:
-      wait_for(lambda: "step 10:" in log_path.read_text(), 120, "step 10")
-      job.send_signal(signal.SIGTERM)
-      job.wait(timeout=60)
-    finally:
-      if job.poll() is None:
-        job.kill()
-  output = log_path.read_text()
-  assert job.returncode == 128 + signal.SIGTERM, output[-4000:]
-  assert "Stopped by signal 15 at step" in output
-  stopped = int(output.split("Stopped by signal 15 at step ")[1].split(";")[0])
-  assert checkpoint_state.latest_step(model_dir) == stopped
-  assert "<stderr>:Traceback" not in output
