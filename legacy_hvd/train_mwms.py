@@ -194,12 +194,13 @@ def train(config, data, ranks, runtime, strategy, collectives):
       # global batch, so the sum is the global batch's mean.
       scaled_loss = loss / strategy.num_replicas_in_sync
     gradients = tape.gradient(scaled_loss, trainable)
-    # A NaN or Inf in any replica's gradient reaches every replica's check
-    # in the same step (one float summed: 0 when all are finite), before
-    # anything is applied.
-    non_finite = tf.distribute.get_replica_context().all_reduce(
+    # A NaN or Inf in any replica's gradients reaches every replica's check
+    # in the same step, before anything is applied: one float summed over
+    # the replicas, 0 when all their gradients are finite (else NaN), added
+    # to each gradient that is checked.
+    probe = tf.distribute.get_replica_context().all_reduce(
         SUM, tf.add_n([tf.reduce_sum(g * 0.0) for g in gradients]))
-    finite_gradients.checked(non_finite)
+    gradients = [finite_gradients.checked(g + probe) for g in gradients]
     rate = rate_of(step)
     # tf.distribute: apply_gradients in a replica sums the gradients over
     # all replicas (an all-reduce) and updates every copy alike.
@@ -231,10 +232,11 @@ def train(config, data, ranks, runtime, strategy, collectives):
   report.begin(start)
   stopped = False
   batches = iter(dataset)
-  for batch in range(max(0, plan.max_steps - start)):
-    images, labels = next(batches)
-    # A failed collective shows where its result is read: in the block.
+  for _ in range(max(0, plan.max_steps - start)):
+    # A failed collective shows where its result is read, and the
+    # distributed input's next batch is one too (do all workers have one?).
     with runtime.ending_failed_steps(report.progress):
+      images, labels = next(batches)
       loss, accuracy, rate, any_stop = train_step(
           images, labels, runtime.stop_requested())
       stopped = any_stop.numpy() > 0
