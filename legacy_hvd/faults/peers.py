@@ -192,13 +192,15 @@ class Roster:
 
   def wait_others_gone(self, seconds):
     """Returns once every other rank's process has ended (its probe port
-    refuses), or after `seconds`."""
+    refuses), or after `seconds`. One probe at a time: this runs at exit
+    too (atexit), where no new thread may start."""
     deadline = time.monotonic() + seconds
-    others = len(self.ranks) - 1
-    while time.monotonic() < deadline:
-      if sum(state == GONE for state in self.lost().values()) == others:
-        return
-      time.sleep(0.1)
+    left = [r for r in range(len(self.ranks)) if r != self.rank]
+    while left and time.monotonic() < deadline:
+      left = [r for r in left if _probe(self.ranks[r].address,
+                                        self.ranks[r].port) != GONE]
+      if left:
+        time.sleep(0.1)
 
   def first_alive(self, lost):
     """The lowest rank not in `lost`: the one survivor that reports."""

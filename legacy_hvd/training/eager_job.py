@@ -34,6 +34,7 @@ goes through the trainer's `collectives`: Horovod's
 (runtime/horovod_collectives.py) or the strategy's
 (runtime/strategy_collectives.py); this module never imports Horovod.
 """
+import atexit
 import contextlib
 
 import tensorflow.compat.v2 as tf
@@ -49,8 +50,9 @@ from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
 
 MAX_CHECKPOINTS = 5   # kept in the model directory, as TF1's Saver keeps
-# At the end, the longest the chief of a tf.distribute job waits for the
-# other workers to exit (closing their input takes seconds).
+# At its exit, the longest the chief of a tf.distribute job waits for the
+# other workers to exit (closing their input takes seconds; a worker that
+# did not report an error waits cli.REPORTER_HEAD_START).
 CHIEF_WAIT_SECONDS = 30
 
 
@@ -73,6 +75,11 @@ def start(config, data, ranks, stop_signals, trainer_name, collectives):
       config, data, ranks,
       lambda row: collectives.allgather(tf.constant(row[None])).numpy(),
       trainer_name)
+  if ranks.rank == 0 and collectives.chief_exits_last:
+    # tf.distribute: the chief holds the coordination service the others
+    # heartbeat to; a worker still exiting when it is gone logs errors. At
+    # its exit, after training or an error, it waits for theirs.
+    atexit.register(watch.wait_others_gone, CHIEF_WAIT_SECONDS)
   return Runtime(config, data, ranks, stop_signals, watch, collectives)
 
 
@@ -142,10 +149,6 @@ class Runtime:
             if self._ranks.size > 1 else None)
     job.finish(summary, self._stop_signals, self._config, self._data,
                self._ranks.rank, path_name, wait)
-    if self._ranks.rank == 0 and self._collectives.chief_exits_last:
-      # tf.distribute: the chief holds the cluster's coordination service;
-      # a worker still exiting when it is gone logs errors.
-      self._watch.wait_others_gone(CHIEF_WAIT_SECONDS)
 
   def reporting(self, forward, params):
     """The Reporting of this run's steps (opens rank 0's step log)."""
