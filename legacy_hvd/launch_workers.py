@@ -19,7 +19,6 @@ No TensorFlow, no Horovod.
 import os
 import sys
 
-from absl import app
 from absl import flags
 
 from flags import workers as workers_flags
@@ -69,9 +68,7 @@ def main(argv):
 def run():
   """Console-script entry point (legacy-hvd-launch-workers)."""
   workers_flags.define_workers()
-  # Not cli.run: it quiets TensorFlow, which this side never imports.
-  app.run(main, flags_parser=lambda argv: cli.parse_flags(
-      argv, positional_args=True))
+  cli.run_launcher(main)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ import socket
 import sys
 import time
 
-from absl import app
 from absl import flags
 
 import flags as trainer_flags
@@ -275,9 +274,7 @@ def end_unless_lost(outcome, restarts, model_dir):
 def run():
   """Console-script entry point (legacy-hvd-supervise)."""
   supervise_flags.define_supervise()
-  # Not cli.run: it quiets TensorFlow, which this side never imports.
-  app.run(main, flags_parser=lambda argv: cli.parse_flags(
-      argv, positional_args=True))
+  cli.run_launcher(main)
 
 
 if __name__ == "__main__":

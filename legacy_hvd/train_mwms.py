@@ -183,7 +183,7 @@ def train(config, data, ranks, runtime, strategy, collectives):
   # optimizer state (MWMS makes the initial values the chief's; a restored
   # checkpoint is the chief's alone).
   collectives.broadcast_variables(trainable + [step] +
-                                  optimizer_variables(optimizer))
+                                  optimizers.variables(optimizer))
 
   def replica_step(images, labels, stop_requested):
     with tf.GradientTape() as tape:
@@ -255,11 +255,6 @@ def train(config, data, ranks, runtime, strategy, collectives):
   runtime.exit_on_stop(stopped)
   return report.final_summary()
 
-
-def optimizer_variables(optimizer):
-  # v1 optimizers have a variables() method, Keras ones a property.
-  variables = optimizer.variables
-  return list(variables() if callable(variables) else variables)
 
 
 def run():

@@ -124,7 +124,7 @@ def train(config, data, ranks, runtime):
     if first_step:
       # Horovod: broadcast the now-built optimizer state (and weights again,
       # in case a restored rank 0 applied restored slots) from rank 0.
-      hvd.broadcast_variables(trainable + optimizer_variables(optimizer),
+      hvd.broadcast_variables(trainable + optimizers.variables(optimizer),
                               root_rank=0)
     # Horovod: a stop request on any rank reaches all ranks in the same step
     # (a one-float allreduce that overlaps the step's compute).
@@ -162,11 +162,6 @@ def train(config, data, ranks, runtime):
   runtime.exit_on_stop(stopped)
   return report.final_summary()
 
-
-def optimizer_variables(optimizer):
-  # v1 optimizers have a variables() method, Keras ones a property.
-  variables = optimizer.variables
-  return list(variables() if callable(variables) else variables)
 
 
 def run():

@@ -174,6 +174,14 @@ def quiet_tensorflow():
   tf.get_logger().handlers.clear()
 
 
+def run_launcher(main):
+  """A launcher's entry point (the supervisor, launch_workers), its flags
+  defined: app.run(main); main gets the command after `--`. Not run(): that
+  quiets TensorFlow, which the launcher side never imports."""
+  app.run(main, flags_parser=lambda argv: parse_flags(
+      argv, positional_args=True))
+
+
 def run(main, define_flags=(), positional_args=False):
   """Defines the flags (each of `define_flags` called), then app.run(main)
   with one-line flag errors; main gets the arguments left.

@@ -5,6 +5,7 @@
     keras("adam", learning_rate)   # what a TF2 user would pick
     keras("adam", learning_rate, adam_epsilon=1e-8)   # Keras made to match v1
     keras("adam", classes=compat.keras_optimizers())  # what Horovod's Keras wraps
+    variables(optimizer)           # its slots and counters, either kind
 
 They differ in ways that matter when porting (docs/tf1-vs-tf2.md): Keras
 Adam's default epsilon is 1e-7 against v1's 1e-8, and Keras SGD with
@@ -43,6 +44,14 @@ def keras(name, learning_rate=None, adam_epsilon=None, classes=None):
           epsilon=adam_epsilon or KERAS_ADAM_EPSILON, **rate),
       momentum=lambda: classes.SGD(momentum=MOMENTUM, **rate),
       sgd=lambda: classes.SGD(**rate))
+
+
+def variables(optimizer):
+  """The optimizer's own variables (slots, step counts), either
+  implementation: v1 optimizers have a variables() method, Keras ones a
+  property."""
+  found = optimizer.variables
+  return list(found() if callable(found) else found)
 
 
 def _by_name(name, **makers):
