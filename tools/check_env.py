@@ -3,6 +3,10 @@
     python tools/check_env.py --prerequisites [--controller mpi] [--tf-version V]   # before the venv
     python tools/check_env.py --stack [--controller mpi]   # inside it, after install
 
+--no-horovod (both): a stack without Horovod, TF >= 2.20, which Horovod
+0.28.1 does not build against (the Makefile passes it): no C++ compiler
+needed, and --stack checks TensorFlow and tf.distribute instead.
+
 Each failed check prints one line saying what is missing and how to get it,
 and exits 1. Uses only the standard library for --prerequisites.
 """
@@ -14,7 +18,8 @@ import sys
 
 OPEN_MPI_PACKAGES = ("libopenmpi-dev", "openmpi-bin")
 
-# TensorFlow 2.15 publishes wheels for CPython 3.9-3.11; 2.16-2.18 add 3.12.
+# TensorFlow 2.15 publishes wheels for CPython 3.9-3.11; 2.16-2.18 add 3.12;
+# 2.21 has 3.10-3.13.
 # TensorFlow 1.15, the last TF1, for CPython 3.5-3.7: the project needs 3.7.
 # By TensorFlow major.minor (docs/stacks.md): the Pythons it has wheels for.
 SUPPORTED_PYTHONS = {
@@ -22,6 +27,7 @@ SUPPORTED_PYTHONS = {
     "2.15": ((3, 9), (3, 10), (3, 11)),
     "2.16": ((3, 9), (3, 10), (3, 11), (3, 12)),
     "2.18": ((3, 9), (3, 10), (3, 11), (3, 12)),
+    "2.21": ((3, 10), (3, 11), (3, 12), (3, 13)),
 }
 
 
@@ -45,7 +51,7 @@ def ensure_mpi():
     fail("installing Open MPI failed; run: " + " ".join(command))
 
 
-def check_prerequisites(controller, tf_version):
+def check_prerequisites(controller, tf_version, horovod=True):
   version = sys.version_info[:2]
   supported = SUPPORTED_PYTHONS.get(".".join(tf_version.split(".")[:2]), ())
   if version not in supported:
@@ -59,6 +65,8 @@ def check_prerequisites(controller, tf_version):
     import venv  # noqa: F401  (Debian ships it separately: python3-venv)
   except ImportError:
     fail("the Python venv module is missing; install python3-venv")
+  if not horovod:   # nothing to compile
+    return
   for compiler in ("g++", "c++", "clang++"):
     if shutil.which(compiler):
       break
@@ -71,12 +79,30 @@ def check_prerequisites(controller, tf_version):
     ensure_mpi()
 
 
-def check_stack(controller):
+def check_stack_without_horovod(tf, compat):
+  """TF >= 2.20: TensorFlow runs eagerly and tf.distribute's collectives
+  (what legacy_hvd.train_mwms uses instead of Horovod) reduce in one
+  process."""
+  compat.enable_v2_behavior()
+  strategy = tf.distribute.MultiWorkerMirroredStrategy()
+  total = strategy.reduce(tf.distribute.ReduceOp.SUM,
+                          strategy.run(lambda: tf.constant([1.0, 2.0])),
+                          axis=None)
+  if total.numpy().tolist() != [1.0, 2.0]:
+    fail(f"a one-process tf.distribute reduce returned {total.numpy()}, "
+         "expected [1, 2]")
+  print(f"check_env: TensorFlow {tf.__version__}, no Horovod (it does not "
+        "build against TF >= 2.20), tf.distribute reduce: ok")
+
+
+def check_stack(controller, horovod=True):
   try:
     import tensorflow as tf
     from legacy_hvd.common import compat
   except ImportError as e:
     fail(f"TensorFlow does not import: {e}")
+  if not horovod:
+    return check_stack_without_horovod(tf, compat)
   try:
     import horovod
     import horovod.tensorflow as hvd
@@ -106,11 +132,13 @@ def main():
   parser.add_argument("--controller", choices=("gloo", "mpi"), default="gloo")
   parser.add_argument("--tf-version", default="2.15.1",
                       help="the TensorFlow the venv will get (--prerequisites)")
+  parser.add_argument("--no-horovod", dest="horovod", action="store_false",
+                      help="a stack without Horovod (TF >= 2.20)")
   args = parser.parse_args()
   if args.prerequisites:
-    check_prerequisites(args.controller, args.tf_version)
+    check_prerequisites(args.controller, args.tf_version, args.horovod)
   else:
-    check_stack(args.controller)
+    check_stack(args.controller, args.horovod)
 
 
 if __name__ == "__main__":

@@ -82,14 +82,16 @@ def tf_config_workers():
 
 def workers_place(workers, index):
   """(rank, size, local_rank, local_size, cross_rank, cross_size) of worker
-  `index` of `workers` ("host:port" or "host" each): its index among all,
-  and among
-  those on its host, and its host's among the hosts, in order."""
+  `index` of `workers` ("host:port" or "host" each), as horovodrun numbers
+  them: its index among all and among those on its host; its host's index
+  among the hosts with a worker of its local rank, and their number."""
   hosts = [worker.rsplit(":", 1)[0] for worker in workers]
-  distinct = list(dict.fromkeys(hosts))
   here = [i for i, host in enumerate(hosts) if host == hosts[index]]
-  return (index, len(workers), here.index(index), len(here),
-          distinct.index(hosts[index]), len(distinct))
+  local_rank = here.index(index)
+  peers = [host for host in dict.fromkeys(hosts)
+           if hosts.count(host) > local_rank]
+  return (index, len(workers), local_rank, len(here),
+          peers.index(hosts[index]), len(peers))
 
 
 def launched_processes():
@@ -118,7 +120,8 @@ def _spans_hosts():
   if local is not None:
     return int(local) < launched_processes()
   workers = tf_config_workers()
-  return workers is not None and workers_place(*workers)[5] > 1
+  return workers is not None and len(
+      {worker.rsplit(":", 1)[0] for worker in workers[0]}) > 1
 
 
 def fail(message, exit_code=INPUT_ERROR, reporter=None):

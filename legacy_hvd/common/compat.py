@@ -24,7 +24,8 @@
 
 Supported: TensorFlow 1.15.5 on Python 3.7 (the legacy clusters' own
 stack), TensorFlow 2.15 on Python 3.9-3.11, TensorFlow 2.16 and 2.18 on
-Python 3.9-3.12 (docs/stacks.md). Everything else in
+Python 3.9-3.12, TensorFlow 2.21 on Python 3.10-3.13 (without Horovod;
+docs/stacks.md). Everything else in
 the project calls these and never looks at `tf.__version__` or
 `sys.version_info` itself (Horovod keeps its TF-version helpers together the
 same way, in horovod/tensorflow/util.py). Each helper gives the same results

@@ -55,13 +55,14 @@ def test_mwms_is_the_horovod_loop_step_for_step(mwms_run, tf2_run):
   assert "heartbeat" not in mwms_run.output.lower()
 
 
-@pytest.mark.parametrize("source", ["mwms", "tf2", "tf1"])
-def test_mwms_continues_a_model_directory(source, mwms_run, tf2_run, tf1_run,
-                                          tmp_path):
+@pytest.mark.parametrize("source", ["mwms_run", "tf2_run", "tf1_run"])
+def test_mwms_continues_a_model_directory(source, request, tmp_path):
   # Its own, the Horovod TF2 loop's (the same checkpoint keys) and the TF1
   # job's (converted on resume): the optimizer's state is made on every
-  # worker before the chief restores it, so the workers stay in step.
-  run = {"mwms": mwms_run, "tf2": tf2_run, "tf1": tf1_run}[source]
+  # worker before the chief restores it, so the workers stay in step. (The
+  # run it continues is the one fixture it asks for: without Horovod, its
+  # own still runs.)
+  run = request.getfixturevalue(source)
   model_dir = copy_run(run, tmp_path / "model")
   process = horovodrun(2, MWMS, [
       f"--model_dir={model_dir}", f"--data_dir={run.data_dir}",

@@ -448,7 +448,8 @@ def supported_pythons():
 
 def test_supported_pythons_are_stated_the_same_everywhere():
   pythons = supported_pythons()
-  assert set(pythons) == {"2.15.1", "1.15.5", "2.16.2", "2.18.1"}, pythons
+  assert set(pythons) == {"2.15.1", "1.15.5", "2.16.2", "2.18.1", "2.21.0"}, (
+      pythons)
   readme = " ".join(read(README).split())
   for tf_version, python in pythons.items():
     stated = re.search(r"Python ([\d.-]+) for TensorFlow (?:[\d.]+ and )?"
