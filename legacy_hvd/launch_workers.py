@@ -53,12 +53,17 @@ def main(argv):
   planned = workers.plan(hosts, FLAGS.port or workers.free_ports(
       max(slots for _, slots in hosts)))
   forward = Forward().install()
+  copying = []
   for worker in planned:
     process = workers.start(worker, command, dict(os.environ),
                             FLAGS.ssh_timeout, FLAGS.ssh_port)
     forward.processes.append(process)
-    workers.pass_through(worker.rank, process)
+    copying += workers.pass_through(worker.rank, process)
   code, rank = workers.wait_all(forward.processes)
+  # A worker's last lines (its error line among them) may still be in its
+  # pipe when it has exited: copied before this exits.
+  for thread in copying:
+    thread.join(timeout=workers.GRACE_SECONDS)
   if rank is not None:
     print("{}: rank {} exited with code {}; ended the others".format(
         "legacy_hvd.launch_workers", rank, code), file=sys.stderr, flush=True)
