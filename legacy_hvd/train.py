@@ -19,6 +19,7 @@ import horovod.tensorflow
 import tensorflow.compat.v1 as tf
 
 from flags import define_trainer_flags
+from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import cli
 from legacy_hvd.common.config import Config
 from legacy_hvd.common.signals import StopSignals
@@ -84,7 +85,9 @@ def train(config, data, plan, session_config, runtime, hvd):
   # Horovod: only rank 0 saves checkpoints and summaries, so other ranks
   # cannot corrupt them; it also restores from them when resuming.
   checkpoint_dir = config.model_dir if hvd.rank() == 0 else None
-  scaffold = tf.train.Scaffold()
+  # The checkpoints named relative to the model directory, so that it
+  # resumes wherever it is moved, copied or mounted.
+  scaffold = tf.train.Scaffold(saver=resume.relative_saver())
   # Horovod: the session, with the one ConfigProto (this rank's GPU): rank
   # 0 restores its checkpoint, then the broadcast hook runs.
   with tf.train.MonitoredTrainingSession(

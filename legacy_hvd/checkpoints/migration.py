@@ -79,10 +79,8 @@ class State:
 
 def newest(model_dir):
   """The newest checkpoint named in model_dir's state file, or None."""
-  try:
-    return tf.train.latest_checkpoint(model_dir)
-  except Exception:  # pylint: disable=broad-except
-    return None      # resume.prepare_resume says what is wrong
+  listed = resume.listing(model_dir).paths
+  return listed[-1] if listed else None
 
 
 def read(path, complete=True):
@@ -105,7 +103,7 @@ def read(path, complete=True):
     optimizer = next((name for name, needs in SLOTS.items()
                       if needs and set(needs) <= set(keys.slots)), "sgd")
     values = {key: reader.get_tensor(key) for key in shapes} if complete else {}
-  except (tf.errors.OpError, ValueError) as e:
+  except resume.READ_ERRORS as e:
     raise cli.UserError(
         f"{path}: damaged or half-written checkpoint "
         f"({resume.first_line(e)}); expected one that reads completely "
@@ -232,15 +230,15 @@ def check(model_dir, optimizer, target_format):
 def _format_on_disk(path):
   try:
     shapes = tf.train.load_checkpoint(path).get_variable_to_shape_map()
-  except (tf.errors.OpError, ValueError):
+  except resume.READ_ERRORS:
     return None
   return TF2 if _OBJECT_GRAPH in shapes else TF1
 
 
 def _format_of_others(model_dir, path):
   """The format of the newest readable checkpoint before `path`, or None."""
-  state = tf.train.get_checkpoint_state(model_dir)
-  others = [p for p in state.all_model_checkpoint_paths if p != path]
+  found = resume.listing(model_dir)
+  others = [p for p in found.older + found.paths if p != path]
   formats = [f for f in map(_format_on_disk, reversed(others)) if f]
   return formats[0] if formats else None
 
@@ -356,8 +354,7 @@ def _beta_powers(state):
 def _make_newest(model_dir, prefix):
   # Only the converted checkpoint is listed: a CheckpointManager sweeps the
   # listed ones it does not keep, and the old ones are the way back.
-  tf.train.update_checkpoint_state(model_dir, prefix,
-                                   all_model_checkpoint_paths=[prefix])
+  resume.write_state(model_dir, [prefix])
 
 
 def _log(state, target, prefix):

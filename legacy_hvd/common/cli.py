@@ -4,6 +4,7 @@
     cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
                              # (naming the host when the job spans several)
     cli.exit_quietly()       # a rank whose error another rank reports
+    cli.speaks_for_host()    # whether this rank is the one that reports
     cli.mark_exiting()       # a rank ending for a reason it reported itself
     cli.launched_processes() # N under horovodrun/mpirun -np N, else 1
     cli.tf_config_workers()  # (TF_CONFIG's workers, this one's index)
@@ -59,7 +60,9 @@ class UserError(Exception):
   """An input the user gave is unusable; str(error) is the one-line reason."""
 
 
-def _reports_errors():
+def speaks_for_host():
+  """Whether this rank is the one of its host that prints what every rank
+  would print alike: fail()'s line, a warning about a shared input."""
   for variable in _LOCAL_RANK_VARIABLES:
     if variable in os.environ:
       return os.environ[variable] == "0"
@@ -131,7 +134,7 @@ def fail(message, exit_code=INPUT_ERROR, reporter=None):
   """
   global _exiting
   _exiting = True
-  if _reports_errors() if reporter is None else reporter:
+  if speaks_for_host() if reporter is None else reporter:
     print(error_line(message), file=sys.stderr, flush=True)
     sys.exit(exit_code)
   exit_quietly(exit_code)

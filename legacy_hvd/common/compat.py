@@ -12,6 +12,9 @@
     compat.package_version("tensorflow-cpu", "tensorflow")   # installed version
     compat.extract_tar(tar, target)  # refuses links, devices, paths outside
     compat.extract_checked(tar, target)   # its Python 3.7 stand-in
+    compat.parse_checkpoint_state(text)   # a `checkpoint` state file's proto
+    compat.CheckpointStateError      # what it raises for other text
+    compat.checkpoint_state_text(names)   # a state file naming `names`
   Keras, for the fit variant:
     compat.keras_optimizers()        # the optimizers Horovod's Keras wraps
     compat.KERAS_COMPILE_OPTIONS     # what model.compile needs for Horovod
@@ -38,6 +41,7 @@ import importlib
 import os
 import tarfile
 
+from google.protobuf import text_format
 import tensorflow as tf
 
 TF1 = tf.version.VERSION.startswith("1.")
@@ -162,6 +166,34 @@ def extract_checked(tar, target):
       raise tarfile.TarError(f"{member.name}: outside the extraction directory")
   tar.extractall(target)
 
+
+
+# What parse_checkpoint_state raises for text that is no CheckpointState.
+CheckpointStateError = text_format.ParseError
+
+
+def parse_checkpoint_state(text):
+  """The CheckpointState proto of a `checkpoint` state file's text, as
+  tf.train.get_checkpoint_state parses it, but raising
+  CheckpointStateError where that logs two warnings and returns None."""
+  state = _checkpoint_state_pb2().CheckpointState()
+  text_format.Merge(text, state)
+  return state
+
+
+def checkpoint_state_text(names):
+  """A `checkpoint` state file's text naming the checkpoints `names`
+  (oldest first, the last the newest), as tf.train.update_checkpoint_state
+  writes it, without its deprecation warning."""
+  state = _checkpoint_state_pb2().CheckpointState(
+      model_checkpoint_path=names[-1], all_model_checkpoint_paths=names)
+  return text_format.MessageToString(state)
+
+
+def _checkpoint_state_pb2():
+  # Private, and at this path from TF 1.15 to 2.21.
+  from tensorflow.python.training import checkpoint_state_pb2  # pylint: disable=import-outside-toplevel
+  return checkpoint_state_pb2
 
 
 def keras_optimizers():

@@ -1,6 +1,7 @@
 """JSON files written whole: a reader finds the complete new file or the old.
 
     json_files.write_json(path, value)   # atomic; returns path
+    json_files.write_text(path, text)    # the same for any text
     json_files.read_json(path)           # its value, or None
     json_files.TEMPORARY.search(name)    # a name write_json writes under first
 
@@ -24,11 +25,15 @@ TEMPORARY = re.compile(r"\.tmp-\d+$")
 def write_json(path, value):
   """Writes `value` to `path` as indented JSON with sorted keys and a final
   newline, atomically; returns `path`."""
+  return write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def write_text(path, text):
+  """Writes `text` to `path` atomically; returns `path`."""
   tmp = "{}.tmp-{}".format(path, os.getpid())
   try:
     with open(tmp, "w") as f:
-      json.dump(value, f, indent=2, sort_keys=True)
-      f.write("\n")
+      f.write(text)
     os.replace(tmp, path)
   except OSError as e:
     with contextlib.suppress(OSError):

@@ -44,12 +44,14 @@ def tf2_checkpoint_shapes():
 
 def model_dir_checks(model_dir, expected_shapes, migrate=None):
   """Rank 0's checks (for startup.check_on_rank0): makes the directory,
-  proves it writable, picks an intact checkpoint to resume from and
+  proves it writable, reads its checkpoints as its own files wherever it
+  was written, picks an intact checkpoint to resume from and
   removes what a failed write left (saying so).
   migrate(): legacy_hvd.checkpoints.migration's check or conversion for this
   trainer, True when it took care of another trainer's checkpoint."""
   def checks():
     startup.prepare_model_dir(model_dir)
+    resume.adopt(model_dir)   # moved here, or its state file unreadable
     if migrate is None or not migrate():
       resume.prepare_resume(model_dir, expected_shapes)
     failed_writes.log_removed_at_start(model_dir)

@@ -15,6 +15,8 @@ tests/conftest.py; no test imports from it or from another test module):
   shared_runs      the finished np=2 runs many tests read, and copy_run
   trainers         the four trainers and what their checkpoints call things
   cifar10_layouts  CIFAR-10 written in each official layout, and damaged
+  checkpoint_damage  what disks, copies and interrupted saves do to a model
+                   directory
   hostjobs         the main job launched on the test hosts
   slurmjobs        the job submitted to the test hosts' Slurm
   launcher         horovodrun as the suite starts it (without its

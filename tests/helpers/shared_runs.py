@@ -44,13 +44,7 @@ def finished_run(root, module, args, env=None, console_script=False):
 
 
 def copy_run(run, target):
-  """A copy of `run`'s model directory at `target`, to resume or change.
-
-  The TF1 job's checkpoint state file names its checkpoints by absolute
-  path: the copy's names the copy's."""
+  """A copy of `run`'s model directory at `target`, to resume or change
+  (its state file names the checkpoints relative to it)."""
   shutil.copytree(run.model_dir, target)
-  state = target / "checkpoint"
-  if state.exists():
-    state.write_text(state.read_text().replace(str(run.model_dir),
-                                               str(target)))
   return target

@@ -33,8 +33,7 @@ def data_dir(test_hosts):
 
 
 def latest_checkpoint(model_dir):
-  """The newest checkpoint's prefix under `model_dir` as the test sees it
-  (the state file holds the path as rank 0 saw it, inside its host)."""
+  """The newest checkpoint's prefix under `model_dir` as the test sees it."""
   state = tf.train.get_checkpoint_state(model_dir)
   if state is None:
     return None

@@ -142,7 +142,6 @@ def test_scancel_checkpoints_where_all_ranks_stopped_and_leaves_nothing(
   output = job.output()
   step = stopped_step(output, 15)
   assert "Saving checkpoints for {} into".format(step) in output
-  # (the state file holds the path as rank 0 saw it, inside lh1)
   saved = tf.train.get_checkpoint_state(job.model_dir).model_checkpoint_path
   assert saved.endswith("-{}".format(step)), saved
   assert os.path.exists(os.path.join(

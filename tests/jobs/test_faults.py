@@ -5,6 +5,7 @@ loop, legacy_hvd.train_tf2, and Keras fit, legacy_hvd.train_keras) and the
 Estimator job (legacy_hvd.train_estimator, where tf.estimator exists): the
 same behaviour and messages."""
 import collections
+import logging
 import os
 import re
 import signal
@@ -14,10 +15,17 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from legacy_hvd.checkpoints import migration
+from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import checkpoint_state
+from legacy_hvd.common import cli
 from legacy_hvd.data import embedded
+from legacy_hvd.model import cnn
+from legacy_hvd.training import job_faults
 from tests.helpers import (assert_ok, error_lines, horovodrun, rank_pid,
                            read_results, start, wait_for)
+from tests.helpers import checkpoint_damage
+from tests.helpers.checkpoint_damage import NONE_INTACT
 from tests.helpers.shared_runs import copy_run
 from tests.helpers.trainers import TRAINERS, legacy_stack_runs_graph_jobs
 
@@ -205,26 +213,43 @@ def finished_run(trainer, stopped_runs, tmp_path):
 
 
 @pytest.mark.parametrize("trainer", legacy_stack_runs_graph_jobs())
-def test_damaged_latest_checkpoint_falls_back_and_resumes(
+def test_moved_directory_with_a_cut_checkpoint_falls_back_and_resumes(
     tmp_path, trainer, stopped_runs, isolated_cache):
+  # A model directory copied from elsewhere, its state file naming the
+  # checkpoints there (as the TF1 jobs wrote it before they named them
+  # relative), and its newest data file cut short, as an interrupted copy
+  # leaves it (every other kind of damage: the matrix below).
   model_dir, args = finished_run(trainer, stopped_runs, tmp_path)
   args = [f"--model_dir={model_dir}", *args]
   first = read_results(model_dir)
   assert first["weights_in_sync"]
   last = first["steps"]
   before = saved_steps(model_dir, trainer.checkpoint)[-2]
-  data_file = model_dir / f"{trainer.checkpoint}-{last}.data-00000-of-00001"
-  raw = bytearray(data_file.read_bytes())
-  raw[len(raw) // 2:len(raw) // 2 + 64] = b"\xff" * 64
-  data_file.write_bytes(bytes(raw))
+  checkpoint_damage.names_elsewhere(model_dir, tmp_path / "elsewhere")
+  newest = model_dir / f"{trainer.checkpoint}-{last}"
+  data_file = checkpoint_damage.data_file(str(newest))
+  os.truncate(data_file, os.path.getsize(data_file) // 2)
 
   process = horovodrun(2, trainer.module, args + [f"--max_steps={last + 20}"])
   assert_ok(process)
-  assert (f"{trainer.checkpoint}-{last} is damaged"
-          in process.stdout + process.stderr)
+  output = process.stdout + process.stderr
+  assert "]<stderr>:Traceback" not in output
+  warnings = [line for line in output.splitlines()
+              if re.match(r"\[\d+\]<stderr>:W\d{4} ", line)
+              and "resume.py" in line]
+  assert len(warnings) == 2 and all(w.startswith("[0]") for w in warnings)
+  assert (f"state file names checkpoints in {tmp_path / 'elsewhere'} "
+          "(the directory was moved or copied from there") in warnings[0]
+  assert (f"Checkpoint {trainer.checkpoint}-{last} in {model_dir} is "
+          f"damaged (") in warnings[1]
+  assert f"resuming from {trainer.checkpoint}-{before}" in warnings[1]
   results = read_results(model_dir)
   assert results["start_step"] == before and results["steps"] == last + 20
   assert results["weights_in_sync"] and results["path"] == trainer.path
+  # Named relative from now on: the directory moves again freely.
+  state = (model_dir / "checkpoint").read_text()
+  assert str(tmp_path) not in state
+  assert f'model_checkpoint_path: "{trainer.checkpoint}-{last + 20}"' in state
   # The resumed run's own evaluations: every 20 global steps, the last at
   # its end (the final evaluation).
   end = last + 20
@@ -238,6 +263,79 @@ def test_damaged_latest_checkpoint_falls_back_and_resumes(
   events = [name for _, _, names in os.walk(model_dir) for name in names
             if name.startswith("events.out.tfevents")]
   assert events
+
+
+def rank0_checks(trainer, model_dir):
+  """The model-directory checks rank 0 of `trainer` runs before any rank
+  trains (graph_job.start, eager_job.start), for its own checkpoints."""
+  if trainer.checkpoint == "model.ckpt":
+    return job_faults.model_dir_checks(
+        model_dir, cnn.PARAM_SHAPES,
+        lambda: migration.check(model_dir, "adam", migration.TF1))
+  return job_faults.model_dir_checks(
+      model_dir, job_faults.tf2_checkpoint_shapes(),
+      lambda: migration.check(model_dir, "adam", migration.TF2))
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+def test_every_kind_of_damage_falls_back_or_stops_in_one_line(
+    trainer, stopped_runs, tmp_path, caplog, capsys, monkeypatch):
+  # Each kind on a copy of the trainer's SIGTERM run (its checkpoints at
+  # the stop and at the end), through what rank 0 runs before training
+  # (the runs above show it wired into the job) and what evaluate and
+  # export read with: the step resumed from, one warning line, nothing
+  # intact touched; or, none intact, one line and nothing touched at all.
+  run, _ = stopped_runs(trainer)
+  monkeypatch.setattr(cli, "_exiting", False)   # cli.fail sets it
+  outcomes = {}
+  for kind in checkpoint_damage.KINDS:
+    model_dir = str(copy_run(run, tmp_path / kind.name.replace(" ", "-")))
+    listed = resume.listing(model_dir).paths
+    before, newest = listed[-2:]
+    expected = kind.apply(model_dir, newest, before)
+    files = checkpoint_damage.digests(model_dir)
+    intact = {name: digest for name, digest in files.items()
+              if any(name in checkpoint_damage.files_of(path)
+                     for path in listed if path != newest)}
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+      try:
+        read = resume.latest_or_fail(model_dir)
+      except SystemExit:
+        read = NONE_INTACT
+    # What evaluate and export read: the same checkpoint, nothing written.
+    assert read == expected, kind.name
+    assert checkpoint_damage.digests(model_dir) == files, kind.name
+    try:
+      caplog.clear()
+      with caplog.at_level(logging.WARNING):
+        rank0_checks(trainer, model_dir)()
+      outcome = resume.listing(model_dir).paths[-1]
+      warnings = [r.getMessage() for r in caplog.records
+                  if r.levelno >= logging.WARNING]
+    except cli.UserError as e:
+      outcome, warnings = NONE_INTACT, [str(e)]
+    outcomes[kind.name] = (checkpoint_state.step_of(outcome)
+                           if outcome != NONE_INTACT else outcome)
+    assert outcome == expected, kind.name
+    assert len(warnings) == 1, (kind.name, warnings)
+    if outcome == NONE_INTACT:
+      assert warnings[0].startswith(f"--model_dir={model_dir}: no intact "
+                                    "checkpoint is left ("), warnings[0]
+      assert "move the directory away to start afresh" in warnings[0]
+      assert checkpoint_damage.digests(model_dir) == files, kind.name
+      continue
+    now = checkpoint_damage.digests(model_dir)
+    assert {n: now.get(n) for n in intact} == intact, kind.name
+    if expected == before:
+      assert (f"Checkpoint {os.path.basename(newest)} in {model_dir} is "
+              "damaged (") in warnings[0], warnings[0]
+      assert checkpoint_damage.files_of(newest) == set(), kind.name
+    # The trainer's session or CheckpointManager restores what the state
+    # file names: the checkpoint fallen back to.
+    assert tf.train.latest_checkpoint(model_dir) == expected, kind.name
+  print(f"{trainer}: {outcomes}")
 
 
 def test_checkpoint_of_another_model_is_one_line(tmp_path):
