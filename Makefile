@@ -163,3 +163,31 @@ test-fast: $(STAMP)
 
 clean:
 	rm -rf .venv .venv-tf* build *.egg-info .pytest_cache
+
+# Container images, one per stack (Containerfile): `make image
+# [TF_VERSION=...]` tags legacy-hvd:tf$(TF_VERSION). tools/images.py installs
+# podman where missing and makes the base image where no registry has it; the
+# cached Horovod wheel of the image's Python goes into the build context
+# (.image-wheels/), so the build stage compiles nothing. The podman build line
+# is printed for users without make; docker build takes its build arguments.
+# --uts=host: with the host's network, a build step's own hostname does not
+# resolve, and Horovod's check in the build needs it to.
+IMAGE_PYTHON := $(if $(filter 1,$(TF_MAJOR)),3.7,3.11)
+IMAGE_TAG ?= legacy-hvd:tf$(TF_VERSION)$(FLAVOUR)
+IMAGE_WHEELS := $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-py$(subst .,,$(IMAGE_PYTHON))$(FLAVOUR)
+# Where pip here trusts a CA bundle of its own (PIP_CERT: a proxy that
+# re-signs TLS), the build's RUN steps see it in the image's place; the image
+# keeps its own.
+IMAGE_CA := $(if $(PIP_CERT),--build-arg PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+	-v $(PIP_CERT):/etc/ssl/certs/ca-certificates.crt:ro)
+.PHONY: image
+image:
+	@python3 tools/images.py setup
+	@python3 tools/images.py bases --python $(IMAGE_PYTHON)
+	@python3 tools/images.py wheel --to .image-wheels $(if $(WITH_HOROVOD),--from $(IMAGE_WHEELS))
+	podman build --network=host --uts=host $(IMAGE_CA) \
+		--build-arg TF_VERSION=$(TF_VERSION) \
+		--build-arg PYTHON_VERSION=$(IMAGE_PYTHON) \
+		--build-arg HOROVOD_VERSION=$(if $(WITH_HOROVOD),$(HOROVOD_VERSION),none) \
+		--build-arg HOROVOD_CONTROLLER=$(if $(WITH_HOROVOD),$(HOROVOD_CONTROLLER),none) \
+		-t $(IMAGE_TAG) .

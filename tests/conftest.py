@@ -123,6 +123,10 @@ os.environ["LEGACY_HVD_HOROVODRUN"] = LAUNCHER
 
 def pytest_configure(config):
   config.addinivalue_line(
+      "markers", "image: a test of the TF 1.15 stack's image against that "
+      "stack's venv: it runs in the TF 1.15 suite (make test "
+      "TF_VERSION=1.15.5), skipped on the others")
+  config.addinivalue_line(
       "markers", "one_stack: what it checks does not change with the "
       "TensorFlow stack (the launcher side, the test hosts' harness, the "
       "network, Slurm's side, a path another test already runs on this "
@@ -150,6 +154,9 @@ def pytest_collection_modifyitems(items):
   for item in items:
     if not HOROVOD and item.nodeid.split("[")[0] in NEEDS_HOROVOD:
       item.add_marker(pytest.mark.skip(reason=NO_HOROVOD))
+    if not compat.TF1 and item.get_closest_marker("image"):
+      item.add_marker(pytest.mark.skip(
+          reason="the TF 1.15 image is tested in the TF 1.15 suite"))
     group = next((group for group, fixtures in SHARED_GROUPS
                   if fixtures & set(item.fixturenames)),
                  item.module.__name__)
