@@ -133,9 +133,9 @@ def test_charliecloud_runs_the_image_unprivileged(image, data_dir, venv_run):
     os.chmod(runs, 0o777)
     process = subprocess.run(
         ["runuser", "-u", user, "--", "env", f"USER={user}", "ch-run",
-         # The image's own PATH (/ch/environment); HOME on the host's /tmp,
-         # which ch-run shares: the image is read-only.
-         "--set-env", "--set-env=HOME=/tmp",
+         # The image's own PATH (/ch/environment); HOME on a private /tmp
+         # (-t): the image is read-only.
+         "-t", "--set-env", "--set-env=HOME=/tmp",
          "-b", f"{data}:/data", "-b", f"{runs}:/runs", flat, "--",
          "horovodrun", "-np", "2", "-H", "localhost:2", "python", "-m",
          "legacy_hvd.train", *JOB, "--data_dir=/data",
