@@ -38,7 +38,8 @@ from legacy_hvd.common import json_files
 # OUT_OF_RANGE); ValueError (UnicodeDecodeError among them). Anything else
 # is a bug of ours and goes on.
 READ_ERRORS = (tf.errors.OpError, ValueError, IndexError)
-# The checkpoints the state file lists, as TensorFlow's savers keep them.
+# The checkpoints a model directory keeps (and its state file lists), as
+# TF1's Saver keeps them by default: every trainer's.
 KEPT = 5
 _INDEX = re.compile(r"^(.+)-(\d+)\.index$")
 

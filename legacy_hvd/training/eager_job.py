@@ -49,7 +49,6 @@ from legacy_hvd.runtime import startup
 from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
 
-MAX_CHECKPOINTS = 5   # kept in the model directory, as TF1's Saver keeps
 # At its exit, the longest the chief of a tf.distribute job waits for the
 # other workers to exit (closing their input takes seconds; a worker that
 # did not report an error waits cli.REPORTER_HEAD_START).
@@ -233,7 +232,7 @@ def resume_checkpoints(model_dir, step, optimizer, params, rate_of):
          for name, variable in params.items()})
   migration.to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of)
   manager = tf.train.CheckpointManager(checkpoint, model_dir,
-                                       max_to_keep=MAX_CHECKPOINTS)
+                                       max_to_keep=resume.KEPT)
   if not manager.latest_checkpoint:
     return Checkpoints(manager, None)
   # Optimizer slots that do not exist yet are restored when first built.
