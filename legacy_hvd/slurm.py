@@ -4,6 +4,7 @@
         [--module=legacy_hvd.train_tf2] [--preflight] [--max_restarts=3] \\
         [trainer flags]
     sbatch -N 2 -n 4 slurm/train.sbatch --min_nodes=1 ...   # may shrink
+    sbatch ... slurm/train.sbatch --image=DIR --bind=/scratch:/runs ...
     # slurm/train.sbatch: exec python -m legacy_hvd.slurm "$@"
 
 In the batch script, on the allocation's first node (where rank 0 runs),
@@ -22,7 +23,8 @@ them with srun instead:
   5. runs `srun -n N python -m legacy_hvd.slurm --task MODULE ...`, its
      output passed through and read (launch/run_outcome.py): each task
      gives itself the HOROVOD_* variables of its slot (rank =
-     SLURM_PROCID) and execs the trainer. Every rank is a task of the
+     SLURM_PROCID) and execs the trainer (with --image, each task runs
+     in the image under Charliecloud's ch-run). Every rank is a task of the
      step: Slurm signals it on scancel, time limit and pre-emption, and
      nothing of it outlives the job;
   6. ends as Slurm should show the job: COMPLETED when every rank ended
@@ -48,6 +50,8 @@ The cluster side: imports no trainer, TensorFlow or Horovod's frameworks
 """
 import argparse
 import collections
+import getpass
+import glob
 import os
 import re
 import signal
@@ -159,6 +163,15 @@ def parser():
   options.add_argument("--preflight", action="store_true",
                        help="run legacy_hvd.preflight on the allocation's "
                        "hosts first (it logs in with ssh)")
+  options.add_argument("--image", metavar="DIR",
+                       help="run every task in this image (a Charliecloud "
+                       "directory of a `make image` image, ch-convert's, at "
+                       "this path on every node) with ch-run; the trainer's "
+                       "paths are the image's (docs/containers.md)")
+  options.add_argument("--bind", metavar="SRC:DST", action="append",
+                       default=[], help="with --image: mount this node's "
+                       "directory SRC at DST, a directory the image has "
+                       "(/data, /runs); repeatable")
   return options
 
 
@@ -195,6 +208,72 @@ def check_trainer_flags(module, trainer_args):
              cli.USAGE_ERROR)
 
 
+# -- the image ----------------------------------------------------------------
+IMAGE_PYTHON = "opt/legacy-hvd/venv/bin/python"   # the Containerfile's venv
+
+
+def image_binds(args):
+  """[(SRC, DST)] of --bind, each judged here, before any rank starts: the
+  image a legacy-hvd one, each SRC a directory of this node, each DST one
+  of the image's (ch-run mounts onto what exists: the image is read-only),
+  Horovod in the image when the trainer needs it."""
+  if args.bind and not args.image:
+    raise cli.UserError("--bind needs --image (it mounts into the image)")
+  if not args.image:
+    return []
+  if args.preflight:
+    raise cli.UserError("--preflight runs outside the image: it does not "
+                        "take --image yet; no rank was started")
+  # A link to the image's own Python: it need not resolve out here.
+  if not os.path.lexists(os.path.join(args.image, IMAGE_PYTHON)):
+    raise cli.UserError(
+        "--image={}: no legacy-hvd image there (expected the directory "
+        "`ch-convert -i podman legacy-hvd:tf1.15.5 DIR` makes, holding "
+        "/{}); no rank was started".format(args.image, IMAGE_PYTHON))
+  if args.module != MWMS and not glob.glob(os.path.join(
+      args.image, "opt/legacy-hvd/venv/lib/python*/site-packages/horovod")):
+    raise cli.UserError(
+        "--image={}: the image has no Horovod (the TF 2.21 stack's): its "
+        "trainer is --module={}; no rank was started".format(args.image,
+                                                             MWMS))
+  binds = []
+  for value in args.bind:
+    source, _, target = value.partition(":")
+    if not (source and target.startswith("/")):
+      raise cli.UserError("--bind={}: expected SRC:DST, DST a path in the "
+                          "image such as /data; no rank was started".format(
+                              value))
+    if not os.path.isdir(source):
+      raise cli.UserError("--bind={}: {} is not a directory on this node; no "
+                          "rank was started".format(value, source))
+    if not os.path.isdir(os.path.join(args.image, target.lstrip("/"))):
+      raise cli.UserError(
+          "--bind={}: the image has no directory {} to mount it on (it has "
+          "/data and /runs); no rank was started".format(value, target))
+    binds.append((os.path.abspath(source), os.path.normpath(target)))
+  return binds
+
+
+def outside(path, binds):
+  """The node's path of the image's `path` (the model directory the
+  launcher itself reads): through the bind that holds it."""
+  for source, target in binds:
+    if path == target or path.startswith(target + "/"):
+      return source + path[len(target):]
+  return path
+
+
+def task_command(args, binds):
+  """The argv that starts each task's side: this Python, or the image's
+  under ch-run (its own PATH, the venv first; HOME where it may write)."""
+  if not args.image:
+    return [sys.executable]
+  command = ["ch-run", "--set-env", "--set-env=HOME=/tmp"]
+  for source, target in binds:
+    command += ["-b", "{}:{}".format(source, target)]
+  return command + [args.image, "--", "python"]
+
+
 def log(message):
   print("{}: {}".format(PROGRAM, message), file=sys.stderr, flush=True)
 
@@ -209,7 +288,8 @@ def launch(args, trainer_args, env):
   size = hostlists.slot_count(plan)
   job = env["SLURM_JOB_ID"]
   restart = int(env.get("SLURM_RESTART_COUNT", "0"))
-  directory = output_flags.model_dir_of(trainer_args)
+  binds = image_binds(args)
+  directory = outside(output_flags.model_dir_of(trainer_args), binds)
   ledger = slurm_healing.Ledger(directory, job)
   step = checkpoint_state.latest_step(directory)
   # The restart count and the step it resumes at, in one line.
@@ -246,6 +326,8 @@ def launch(args, trainer_args, env):
         "HOROVOD_GLOO_RENDEZVOUS_PORT": str(port),
         "HOROVOD_CONTROLLER": "gloo",
         "HOROVOD_CPU_OPERATIONS": "gloo"})
+  if args.image:
+    task_env.setdefault("USER", getpass.getuser())   # ch-run needs it
   if args.network_interface:
     task_env["HOROVOD_GLOO_IFACE"] = args.network_interface
   # -n and -N: srun inside sbatch would take SLURM_NTASKS and more from the
@@ -255,7 +337,7 @@ def launch(args, trainer_args, env):
   argv = ["srun", "--nodes={}".format(len(plan)), "--ntasks={}".format(size),
           "--distribution=block", "--kill-on-bad-exit=0", "--label",
           "--wait={}".format(TASK_WAIT), "--mpi=none",
-          sys.executable, "-m", "legacy_hvd.slurm", "--task", args.module,
+          *task_command(args, binds), "-m", "legacy_hvd.slurm", "--task", args.module,
           *trainer_args]
   mark = run_outcome.results_mark(directory)
   code, lines = run_outcome.run_reading(
@@ -422,6 +504,7 @@ def main(argv=None):
       exec_task(argv[1], argv[2:], os.environ)
     args, trainer_args = parse(argv)
     check_trainer_flags(args.module, trainer_args)
+    image_binds(args)
     why = slurm_healing.cannot_shrink(args.min_nodes, os.environ)
     if why:
       cli.fail(why + "; no rank was started", cli.USAGE_ERROR)

@@ -60,9 +60,16 @@ def launch(cluster, np, hosts_args, model_dir, args, log, env=None,
 def run(cluster, np, hosts_args, model_dir, args, log_path, env=None,
         interface="eth0", timeout=JOB_TIMEOUT):
   """Runs the job on lh1 to the end; (exit code, output)."""
+  return to_the_end(lambda log: launch(cluster, np, hosts_args, model_dir,
+                                       args, log, env, interface),
+                    log_path, timeout)
+
+
+def to_the_end(start, log_path, timeout=JOB_TIMEOUT):
+  """start(log), a job writing to the open file `log`, waited for (killed
+  after `timeout`); (exit code, output)."""
   with open(log_path, "w") as log:
-    job = launch(cluster, np, hosts_args, model_dir, args, log, env,
-                 interface)
+    job = start(log)
     try:
       job.wait(timeout=timeout)
     finally:

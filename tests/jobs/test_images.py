@@ -15,12 +15,10 @@ import tempfile
 import pytest
 
 from legacy_hvd.data import embedded
-from tests.helpers import REPO, assert_ok, horovodrun, read_results
+from tests.helpers import assert_ok, horovodrun, images, read_results
 
 pytestmark = pytest.mark.image
 
-IMAGE = "localhost/legacy-hvd:tf1.15.5"
-BUILD_TIMEOUT = 1200   # a Horovod compile and a TF 1.15 download at worst
 JOB_TIMEOUT = 240
 STEPS = 20
 # The job's own flags: --deterministic, so every run of them is bitwise one.
@@ -31,12 +29,7 @@ JOB = ["--batch_size=64", "--deterministic", "--log_every_n_steps=10",
 @pytest.fixture(scope="module")
 def image():
   """The TF 1.15.5 image, built by `make image` unless it exists."""
-  if subprocess.run(["podman", "image", "exists", IMAGE]).returncode != 0:
-    built = subprocess.run(["make", "image", "TF_VERSION=1.15.5"], cwd=REPO,
-                           capture_output=True, text=True,
-                           timeout=BUILD_TIMEOUT)
-    assert_ok(built)
-  return IMAGE
+  return images.ensure_image()
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +117,8 @@ def test_charliecloud_runs_the_image_unprivileged(image, data_dir, venv_run):
   root = tempfile.mkdtemp(prefix="legacy-hvd-ch-", dir="/var/tmp")
   try:
     os.chmod(root, 0o755)
-    flat, data, runs = (os.path.join(root, name)
-                        for name in ("image", "data", "runs"))
-    assert_ok(subprocess.run(["ch-convert", "-i", "podman", image, flat],
-                             capture_output=True, text=True, timeout=600))
+    flat = images.flat_image(image)
+    data, runs = (os.path.join(root, name) for name in ("data", "runs"))
     shutil.copytree(data_dir, data)
     os.mkdir(runs)
     os.chmod(runs, 0o777)
