@@ -11,9 +11,10 @@ In the batch script, on the allocation's first node (where rank 0 runs),
 it does what horovodrun does before it starts ranks over ssh, then starts
 them with srun instead:
   1. judges the trainer's flags with the trainer's own definitions and
-     validators (flags.TRAINERS), and --min_nodes against how the job was
-     submitted: a bad one is one line, exit 2 (FAILED), no rank started,
-     nothing written;
+     validators (flags.TRAINERS), --min_nodes against how the job was
+     submitted, and --image and --bind against this node: a bad one is
+     one line (exit 2 for a flag), FAILED, no rank started, nothing
+     written;
   2. reads the allocation: its nodes and tasks per node (the -H of
      horovodrun, e.g. lh1:2,lh2:2); on a requeued job, waits until no
      process of its earlier runs is left on them (launch/leftovers.py);
@@ -88,6 +89,10 @@ STOPPED_BY_TERM = 128 + signal.SIGTERM
 # every rank themselves (an agreed stop, or the lost-host line after Gloo's
 # time-out); this bounds a rank that hangs anyway.
 TASK_WAIT = 120
+IMAGE_PYTHON = "opt/legacy-hvd/venv/bin/python"   # the Containerfile's venv
+# The node's Python settings, which would steer the image's Python.
+HOST_PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
+                   "LD_LIBRARY_PATH")
 
 
 # -- the allocation --------------------------------------------------------
@@ -209,16 +214,17 @@ def check_trainer_flags(module, trainer_args):
 
 
 # -- the image ----------------------------------------------------------------
-IMAGE_PYTHON = "opt/legacy-hvd/venv/bin/python"   # the Containerfile's venv
 
 
-def image_binds(args):
+def image_binds(args, trainer_args):
   """[(SRC, DST)] of --bind, each judged here, before any rank starts: the
   image a legacy-hvd one, each SRC a directory of this node, each DST one
   of the image's (ch-run mounts onto what exists: the image is read-only),
+  the model directory under one of them (the launcher reads it too),
   Horovod in the image when the trainer needs it."""
   if args.bind and not args.image:
-    raise cli.UserError("--bind needs --image (it mounts into the image)")
+    raise cli.UserError("--bind needs --image (it mounts into the image); "
+                        "no rank was started")
   if not args.image:
     return []
   if args.preflight:
@@ -250,14 +256,22 @@ def image_binds(args):
       raise cli.UserError(
           "--bind={}: the image has no directory {} to mount it on (it has "
           "/data and /runs); no rank was started".format(value, target))
-    binds.append((os.path.abspath(source), os.path.normpath(target)))
+    binds.append((os.path.abspath(source), "/" + target.strip("/")))
+  model_dir = output_flags.model_dir_of(trainer_args)
+  if not any(model_dir == target or model_dir.startswith(target + "/")
+             for _, target in binds):
+    raise cli.UserError(
+        "--model_dir={}: with --image, the model directory must lie under a "
+        "--bind target (such as --bind=/shared/runs:/runs "
+        "--model_dir=/runs/cifar10): the image is read-only; no rank was "
+        "started".format(model_dir))
   return binds
 
 
 def outside(path, binds):
   """The node's path of the image's `path` (the model directory the
-  launcher itself reads): through the bind that holds it."""
-  for source, target in binds:
+  launcher itself reads): through the innermost bind that holds it."""
+  for source, target in sorted(binds, key=lambda b: -len(b[1])):
     if path == target or path.startswith(target + "/"):
       return source + path[len(target):]
   return path
@@ -265,20 +279,21 @@ def outside(path, binds):
 
 def task_command(args, binds):
   """The argv that starts each task's side: this Python, or the image's
-  under ch-run (its own PATH, the venv first; HOME where it may write)."""
+  under ch-run (its own PATH, the venv first; HOME on a private /tmp:
+  the image is read-only, and the node's /tmp is every user's)."""
   if not args.image:
     return [sys.executable]
-  command = ["ch-run", "--set-env", "--set-env=HOME=/tmp"]
+  command = ["ch-run", "-t", "--set-env", "--set-env=HOME=/tmp"]
   for source, target in binds:
     command += ["-b", "{}:{}".format(source, target)]
-  return command + [args.image, "--", "python"]
+  return command + [os.path.abspath(args.image), "--", "/" + IMAGE_PYTHON]
 
 
 def log(message):
   print("{}: {}".format(PROGRAM, message), file=sys.stderr, flush=True)
 
 
-def launch(args, trainer_args, env):
+def launch(args, trainer_args, binds, env):
   """Runs the ranks as one srun step; returns the batch script's code."""
   # First: a warning during the set-up must not end this shell (SIGUSR1's
   # default action).
@@ -288,7 +303,6 @@ def launch(args, trainer_args, env):
   size = hostlists.slot_count(plan)
   job = env["SLURM_JOB_ID"]
   restart = int(env.get("SLURM_RESTART_COUNT", "0"))
-  binds = image_binds(args)
   directory = outside(output_flags.model_dir_of(trainer_args), binds)
   ledger = slurm_healing.Ledger(directory, job)
   step = checkpoint_state.latest_step(directory)
@@ -328,6 +342,8 @@ def launch(args, trainer_args, env):
         "HOROVOD_CPU_OPERATIONS": "gloo"})
   if args.image:
     task_env.setdefault("USER", getpass.getuser())   # ch-run needs it
+    for name in HOST_PYTHON_ENV:
+      task_env.pop(name, None)
   if args.network_interface:
     task_env["HOROVOD_GLOO_IFACE"] = args.network_interface
   # -n and -N: srun inside sbatch would take SLURM_NTASKS and more from the
@@ -337,8 +353,8 @@ def launch(args, trainer_args, env):
   argv = ["srun", "--nodes={}".format(len(plan)), "--ntasks={}".format(size),
           "--distribution=block", "--kill-on-bad-exit=0", "--label",
           "--wait={}".format(TASK_WAIT), "--mpi=none",
-          *task_command(args, binds), "-m", "legacy_hvd.slurm", "--task", args.module,
-          *trainer_args]
+          *task_command(args, binds), "-m", "legacy_hvd.slurm", "--task",
+          args.module, *trainer_args]
   mark = run_outcome.results_mark(directory)
   code, lines = run_outcome.run_reading(
       argv, lambda srun: setattr(received, "srun", srun), env=task_env)
@@ -504,11 +520,11 @@ def main(argv=None):
       exec_task(argv[1], argv[2:], os.environ)
     args, trainer_args = parse(argv)
     check_trainer_flags(args.module, trainer_args)
-    image_binds(args)
+    binds = image_binds(args, trainer_args)
     why = slurm_healing.cannot_shrink(args.min_nodes, os.environ)
     if why:
       cli.fail(why + "; no rank was started", cli.USAGE_ERROR)
-    return launch(args, trainer_args, dict(os.environ))
+    return launch(args, trainer_args, binds, dict(os.environ))
   except cli.UserError as e:
     cli.fail(str(e))
 

@@ -19,12 +19,16 @@ from tests.helpers import error_lines, rank_pid, wait_for
 # 30 s by default); the test shortens it.
 GLOO_TIMEOUT = 10
 PROBE_AND_EXIT = 20    # the survivors' probe (3 s) and horovodrun's shutdown
-# A cut link is named after the Gloo time-out and the survivors' probe
-# (measured: 13.0 s after the cut; horovodrun's exit 10 s after the line).
-CUT_NAMED = GLOO_TIMEOUT + 3 + 7
-# A stuck rank is named after the Gloo time-out and two probes (3 s each:
-# the reporter's, then its wait for the others' acknowledgements).
-STUCK_NAMED = GLOO_TIMEOUT + 2 * 3 + 4
+# Each bound: the promise (docs/faults.md) and a margin measured under
+# load. A cut link is named after the Gloo time-out and the survivors'
+# probe (3 s); a stuck rank after the Gloo time-out and two probes (the
+# reporter's, then its wait for the others' acknowledgements). Measured
+# (2026-12-04): both named 13.0-13.1 s after the fault alone and with one
+# busy process per core beside the host tests; the stuck rank 22.4 s once
+# under the suite's own load (two test workers and the image build).
+LOAD_MARGIN = 14
+CUT_NAMED = GLOO_TIMEOUT + 3 + LOAD_MARGIN
+STUCK_NAMED = GLOO_TIMEOUT + 2 * 3 + LOAD_MARGIN
 
 
 @pytest.fixture(scope="module")
