@@ -52,7 +52,6 @@ The cluster side: imports no trainer, TensorFlow or Horovod's frameworks
 import argparse
 import collections
 import getpass
-import glob
 import os
 import re
 import signal
@@ -69,6 +68,7 @@ from flags import slurm as slurm_flags
 from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
 from legacy_hvd.common import signals
+from legacy_hvd.launch import container
 from legacy_hvd.launch import hostlists
 from legacy_hvd.launch import leftovers
 from legacy_hvd.launch import run_outcome
@@ -89,10 +89,6 @@ STOPPED_BY_TERM = 128 + signal.SIGTERM
 # every rank themselves (an agreed stop, or the lost-host line after Gloo's
 # time-out); this bounds a rank that hangs anyway.
 TASK_WAIT = 120
-IMAGE_PYTHON = "opt/legacy-hvd/venv/bin/python"   # the Containerfile's venv
-# The node's Python settings, which would steer the image's Python.
-HOST_PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
-                   "LD_LIBRARY_PATH")
 
 
 # -- the allocation --------------------------------------------------------
@@ -213,80 +209,13 @@ def check_trainer_flags(module, trainer_args):
              cli.USAGE_ERROR)
 
 
-# -- the image ----------------------------------------------------------------
-
-
 def image_binds(args, trainer_args):
-  """[(SRC, DST)] of --bind, each judged here, before any rank starts: the
-  image a legacy-hvd one, each SRC a directory of this node, each DST one
-  of the image's (ch-run mounts onto what exists: the image is read-only),
-  the model directory under one of them (the launcher reads it too),
-  Horovod in the image when the trainer needs it."""
-  if args.bind and not args.image:
-    raise cli.UserError("--bind needs --image (it mounts into the image); "
-                        "no rank was started")
-  if not args.image:
-    return []
-  if args.preflight:
+  """--image and --bind judged on this node (launch/container.py)."""
+  if args.preflight and args.image:
     raise cli.UserError("--preflight runs outside the image: it does not "
-                        "take --image yet; no rank was started")
-  # A link to the image's own Python: it need not resolve out here.
-  if not os.path.lexists(os.path.join(args.image, IMAGE_PYTHON)):
-    raise cli.UserError(
-        "--image={}: no legacy-hvd image there (expected the directory "
-        "`ch-convert -i podman legacy-hvd:tf1.15.5 DIR` makes, holding "
-        "/{}); no rank was started".format(args.image, IMAGE_PYTHON))
-  if args.module != MWMS and not glob.glob(os.path.join(
-      args.image, "opt/legacy-hvd/venv/lib/python*/site-packages/horovod")):
-    raise cli.UserError(
-        "--image={}: the image has no Horovod (the TF 2.21 stack's): its "
-        "trainer is --module={}; no rank was started".format(args.image,
-                                                             MWMS))
-  binds = []
-  for value in args.bind:
-    source, _, target = value.partition(":")
-    if not (source and target.startswith("/")):
-      raise cli.UserError("--bind={}: expected SRC:DST, DST a path in the "
-                          "image such as /data; no rank was started".format(
-                              value))
-    if not os.path.isdir(source):
-      raise cli.UserError("--bind={}: {} is not a directory on this node; no "
-                          "rank was started".format(value, source))
-    if not os.path.isdir(os.path.join(args.image, target.lstrip("/"))):
-      raise cli.UserError(
-          "--bind={}: the image has no directory {} to mount it on (it has "
-          "/data and /runs); no rank was started".format(value, target))
-    binds.append((os.path.abspath(source), "/" + target.strip("/")))
-  model_dir = output_flags.model_dir_of(trainer_args)
-  if not any(model_dir == target or model_dir.startswith(target + "/")
-             for _, target in binds):
-    raise cli.UserError(
-        "--model_dir={}: with --image, the model directory must lie under a "
-        "--bind target (such as --bind=/shared/runs:/runs "
-        "--model_dir=/runs/cifar10): the image is read-only; no rank was "
-        "started".format(model_dir))
-  return binds
-
-
-def outside(path, binds):
-  """The node's path of the image's `path` (the model directory the
-  launcher itself reads): through the innermost bind that holds it."""
-  for source, target in sorted(binds, key=lambda b: -len(b[1])):
-    if path == target or path.startswith(target + "/"):
-      return source + path[len(target):]
-  return path
-
-
-def task_command(args, binds):
-  """The argv that starts each task's side: this Python, or the image's
-  under ch-run (its own PATH, the venv first; HOME on a private /tmp:
-  the image is read-only, and the node's /tmp is every user's)."""
-  if not args.image:
-    return [sys.executable]
-  command = ["ch-run", "-t", "--set-env", "--set-env=HOME=/tmp"]
-  for source, target in binds:
-    command += ["-b", "{}:{}".format(source, target)]
-  return command + [os.path.abspath(args.image), "--", "/" + IMAGE_PYTHON]
+                        "take --image yet" + container.NOT_STARTED)
+  return container.binds(args.image, args.bind, args.module != MWMS,
+                         output_flags.model_dir_of(trainer_args))
 
 
 def log(message):
@@ -303,7 +232,7 @@ def launch(args, trainer_args, binds, env):
   size = hostlists.slot_count(plan)
   job = env["SLURM_JOB_ID"]
   restart = int(env.get("SLURM_RESTART_COUNT", "0"))
-  directory = outside(output_flags.model_dir_of(trainer_args), binds)
+  directory = container.outside(output_flags.model_dir_of(trainer_args), binds)
   ledger = slurm_healing.Ledger(directory, job)
   step = checkpoint_state.latest_step(directory)
   # The restart count and the step it resumes at, in one line.
@@ -342,7 +271,7 @@ def launch(args, trainer_args, binds, env):
         "HOROVOD_CPU_OPERATIONS": "gloo"})
   if args.image:
     task_env.setdefault("USER", getpass.getuser())   # ch-run needs it
-    for name in HOST_PYTHON_ENV:
+    for name in container.HOST_PYTHON_ENV:
       task_env.pop(name, None)
   if args.network_interface:
     task_env["HOROVOD_GLOO_IFACE"] = args.network_interface
@@ -353,8 +282,8 @@ def launch(args, trainer_args, binds, env):
   argv = ["srun", "--nodes={}".format(len(plan)), "--ntasks={}".format(size),
           "--distribution=block", "--kill-on-bad-exit=0", "--label",
           "--wait={}".format(TASK_WAIT), "--mpi=none",
-          *task_command(args, binds), "-m", "legacy_hvd.slurm", "--task",
-          args.module, *trainer_args]
+          *container.task_command(args.image, binds), "-m",
+          "legacy_hvd.slurm", "--task", args.module, *trainer_args]
   mark = run_outcome.results_mark(directory)
   code, lines = run_outcome.run_reading(
       argv, lambda srun: setattr(received, "srun", srun), env=task_env)

@@ -13,6 +13,8 @@ module.
                their mark; a relaunch waits for them to be gone
   slurm_healing  a Slurm job's restarts after losses, kept across
                requeues; the requeue without the failed node
+  container    the Slurm launcher's tasks in an image (ch-run): the image
+               and its mounts judged on the node, the task's command
   workers      a tf.distribute job's workers started as horovodrun starts
                ranks, each told the cluster by TF_CONFIG
 """

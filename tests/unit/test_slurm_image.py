@@ -1,5 +1,5 @@
 """The Slurm launcher's --image and --bind, judged on this node before any
-rank starts (legacy_hvd/slurm.py), against a stand-in of an image
+rank starts (legacy_hvd/launch/container.py), against a stand-in of an image
 directory: what ch-convert makes of a `make image` image, its venv's
 python a link that resolves only inside the image."""
 import os
@@ -8,6 +8,7 @@ import pytest
 
 from legacy_hvd import slurm
 from legacy_hvd.common import cli
+from legacy_hvd.launch import container
 
 
 @pytest.fixture
@@ -24,6 +25,7 @@ def image(tmp_path):
 
 
 def judged(argv):
+  """As the launcher's main judges them."""
   args, trainer_args = slurm.parse(argv)
   return args, slurm.image_binds(args, trainer_args)
 
@@ -36,10 +38,10 @@ def test_binds_translate_the_model_directory_and_make_the_task(image,
   args, binds = judged([
       "--image=" + str(image), "--bind={}:/runs".format(runs),
       "--bind={}:/runs/inner/".format(tmp_path), "--model_dir=/runs/x"])
-  assert slurm.outside("/runs/x", binds) == str(runs / "x")
+  assert container.outside("/runs/x", binds) == str(runs / "x")
   # The innermost bind wins, as the mounts do.
-  assert slurm.outside("/runs/inner/y", binds) == str(tmp_path / "y")
-  command = slurm.task_command(args, binds)
+  assert container.outside("/runs/inner/y", binds) == str(tmp_path / "y")
+  command = container.task_command(args.image, binds)
   assert command[:2] == ["ch-run", "-t"]
   assert command[-3:] == [str(image), "--", "/opt/legacy-hvd/venv/bin/python"]
 
@@ -55,7 +57,6 @@ def test_binds_translate_the_model_directory_and_make_the_task(image,
     (["--image={image}", "--bind={tmp}:/runs", "--model_dir=/elsewhere/x"],
      "--model_dir=/elsewhere/x: with --image, the model directory must lie "
      "under a --bind target"),
-    (["--image={image}", "--preflight"], "--preflight runs outside the image"),
 ])
 def test_bad_image_input_is_one_line_before_any_rank(image, tmp_path, argv,
                                                      expected):
@@ -75,3 +76,13 @@ def test_a_horovod_trainer_needs_horovod_in_the_image(image, tmp_path):
             "--model_dir=/runs/x"])
   judged(["--image=" + str(image), "--bind={}:/runs".format(tmp_path),
           "--model_dir=/runs/x", "--module=" + slurm.MWMS])
+
+
+def test_preflight_with_an_image_is_refused_in_one_line(image, capsys):
+  with pytest.raises(SystemExit) as ended:
+    slurm.main(["--image=" + str(image), "--preflight"])
+  assert ended.value.code != 0
+  lines = capsys.readouterr().err.strip().splitlines()
+  assert len(lines) == 1, lines
+  assert "--preflight runs outside the image" in lines[0]
+  assert "no rank was started" in lines[0]
