@@ -135,7 +135,7 @@ check: $(STAMP)
 
 train: $(STAMP)
 ifndef WITH_HOROVOD
-	@echo "make: no horovodrun on TensorFlow $(TF_VERSION) (Horovod $(HOROVOD_VERSION) does not build against TF >= 2.20); run legacy_hvd.train_mwms under legacy_hvd.launch_workers (README.md)" >&2; exit 1
+	@echo "make: no horovodrun on TensorFlow $(TF_VERSION) (Horovod $(HOROVOD_VERSION) does not build against TF >= 2.20); run legacy_hvd.train_mwms under legacy_hvd.launch.workers (README.md)" >&2; exit 1
 endif
 	PATH=$(VBIN):$$PATH horovodrun --$(HOROVOD_CONTROLLER) -np $(NP) \
 		-H localhost:$(NP) python -m legacy_hvd.train --batch_size=64 $(ARGS)

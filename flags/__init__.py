@@ -34,7 +34,7 @@ def define_trainer_flags(flag_values=flags.FLAGS):
 
 
 # Every trainer and the flags its run() defines: the launchers take a
-# trainer by these names (legacy_hvd.slurm --module) and judge its flags
+# trainer by these names (legacy_hvd.launch.slurm --module) and judge its flags
 # before they start any rank (tests/unit/test_flags.py checks that each
 # trainer defines exactly these).
 TRAINERS = {

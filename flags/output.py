@@ -30,7 +30,7 @@ def define_results_file(flag_values=flags.FLAGS):
 
 def model_dir_of(trainer_args):
   """The --model_dir that `trainer_args` (a trainer's flags) give it, or its
-  default: for the launchers (legacy_hvd.slurm, legacy_hvd.supervise), which
+  default: for the launchers (legacy_hvd.launch.slurm, legacy_hvd.launch.supervise), which
   read the trainer's checkpoints without parsing its other flags."""
   values = flags.FlagValues()
   define_output(values)

@@ -1,15 +1,31 @@
-"""Flags of the Slurm launcher (python -m legacy_hvd.slurm) that it reads
-with absl; its --module and --preflight are argparse's (legacy_hvd/slurm.py).
+"""Flags of the Slurm launcher (python -m legacy_hvd.launch.slurm); every
+other flag on its command line goes to the trainer.
 
-    define_slurm()   # --network_interface and --max_restarts (flags/hosts.py),
-                     # --min_nodes
+    define_slurm(flag_values, trainers)   # --module, --preflight, --image,
+        # --bind, --min_nodes; --network_interface and --max_restarts as the
+        # other launchers define them (flags/hosts.py)
 """
 from absl import flags
 
 from flags import hosts
 
 
-def define_slurm(flag_values=flags.FLAGS):
+def define_slurm(flag_values, trainers):
+  flags.DEFINE_enum("module", trainers[0], trainers, "The trainer to run.",
+                    flag_values=flag_values)
+  flags.DEFINE_bool(
+      "preflight", False, "Run legacy_hvd.launch.preflight on the "
+      "allocation's hosts first (it logs in with ssh).",
+      flag_values=flag_values)
+  flags.DEFINE_string(
+      "image", None, "Run every task in this image (a Charliecloud directory "
+      "of a `make image` image, ch-convert's, at this path on every node) "
+      "with ch-run; the trainer's paths are the image's "
+      "(docs/containers.md).", flag_values=flag_values)
+  flags.DEFINE_multi_string(
+      "bind", [], "With --image: mount this node's directory SRC at DST "
+      "(SRC:DST), a directory the image has (/data, /runs); repeatable.",
+      flag_values=flag_values)
   hosts.define_network_interface(flag_values)
   hosts.define_max_restarts(flag_values)
   flags.DEFINE_integer(

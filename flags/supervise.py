@@ -1,4 +1,4 @@
-"""Flags of the supervisor (python -m legacy_hvd.supervise).
+"""Flags of the supervisor (python -m legacy_hvd.launch.supervise).
 
     define_supervise()   # -H/--hosts, --hostfile or --host_discovery_script,
                          # --min_np, --max_restarts, and the launchers' host

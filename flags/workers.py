@@ -1,4 +1,4 @@
-"""Flags of the workers' launcher (python -m legacy_hvd.launch_workers).
+"""Flags of the workers' launcher (python -m legacy_hvd.launch.workers).
 
     define_workers()   # -H/--hosts or --hostfile, --port, --ssh_port,
                        # --ssh_timeout (flags/hosts.py)

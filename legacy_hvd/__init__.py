@@ -13,20 +13,20 @@ point of its path in its own file, each behind a `# Horovod:` comment:
   evaluate         scores a saved checkpoint on the test set, across ranks
   export           a checkpoint as a SavedModel or a frozen graph
   predict          classifies image files with an export
-  preflight        will the job start on these hosts?
-  data             downloads CIFAR-10 (legacy_hvd/data/__main__.py)
-  slurm            runs a trainer under Slurm, every rank an srun task
-  supervise        runs a trainer and relaunches it on the hosts left when
-                   one is lost (for clusters without a scheduler)
-  launch_workers   starts train_mwms's workers on -H's hosts, each given
-                   TF_CONFIG (horovodrun's part, for tf.distribute)
+
+The launchers live in their room with their pieces, as horovodrun's main
+lives in horovod/runner (`python -m legacy_hvd.launch.NAME`; the console
+scripts keep their names): launch.slurm (legacy-hvd-slurm),
+launch.supervise, launch.preflight, launch.workers
+(legacy-hvd-launch-workers); data/__main__.py downloads CIFAR-10
+(legacy-hvd-data).
 
 Rooms, one subpackage per concern; each imports only from itself and the
 rooms its line names (tests/unit/test_layers.py reads every import and checks
 it, and that docs/layout.md lists the same rooms and modules):
 
   common       imports: (none)
-  launch       imports: common
+  launch       imports: common, data
   data         imports: common
   model        imports: common, data
   faults       imports: common
@@ -34,11 +34,14 @@ it, and that docs/layout.md lists the same rooms and modules):
   checkpoints  imports: common, data, model, runtime
   training     imports: common, data, model, faults, runtime, checkpoints
 
-Each room's own docstring lists its modules. No room imports an entry
-point; only entry points import `flags` (the absl definitions, a top-level
-package) and read FLAGS. Horovod is imported by the entry points and by the
-runtime and training rooms only (never by train_mwms, nor by what it
-imports: it runs where Horovod does not build); the launch room never reaches TensorFlow.
+Each room's own docstring lists its modules. No module imports an entry
+point; only entry points (the launchers' and data's among them) import
+`flags` (the absl definitions, a top-level package) and read FLAGS.
+Horovod is imported by the entry points (a launcher takes Horovod's
+rendezvous server, never its frameworks) and by the runtime and training
+rooms only: never by train_mwms, nor by what it imports (it runs where
+Horovod does not build). Importing the launch room never imports
+TensorFlow (the pre-flight probe imports it on each host, when it runs).
 """
 import os
 

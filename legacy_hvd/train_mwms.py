@@ -1,7 +1,7 @@
 """The TF2 loop on TensorFlow's own multi-worker training, without Horovod:
 tf.distribute.MultiWorkerMirroredStrategy (MWMS).
 
-    python -m legacy_hvd.launch_workers -np 4 -H localhost:4 -- \\
+    python -m legacy_hvd.launch.workers -np 4 -H localhost:4 -- \\
         python -m legacy_hvd.train_mwms --batch_size=64
     TF_CONFIG='{"cluster": {"worker": ["lh1:23456", "lh2:23456"]},
                 "task": {"type": "worker", "index": 0}}' \\
@@ -104,7 +104,7 @@ def cluster_resolver(gpus_per_node):
   """tf.distribute's view of the cluster: every worker's host:port and this
   worker's index. Worker 0, the chief, is rank 0."""
   if "SLURM_STEP_NODELIST" in os.environ and "TF_CONFIG" not in os.environ:
-    # tf.distribute: under srun (legacy_hvd.slurm), every task a worker,
+    # tf.distribute: under srun (legacy_hvd.launch.slurm), every task a worker,
     # read from srun's environment; the ports from the job's id, so that
     # two jobs on one node do not collide. It numbers a node's tasks by
     # their GPUs, and would set CUDA_VISIBLE_DEVICES: one "GPU" a task, and
@@ -114,7 +114,7 @@ def cluster_resolver(gpus_per_node):
         port_base=SLURM_PORTS + job % SLURM_JOBS_APART * SLURM_TASKS_PER_NODE,
         gpus_per_node=max(gpus_per_node, SLURM_TASKS_PER_NODE),
         gpus_per_task=1, auto_set_gpu=False)
-  # tf.distribute: else from TF_CONFIG (legacy_hvd.launch_workers sets it);
+  # tf.distribute: else from TF_CONFIG (legacy_hvd.launch.workers sets it);
   # without one, this worker alone.
   return tf.distribute.cluster_resolver.TFConfigClusterResolver()
 
@@ -131,7 +131,7 @@ def ending_if_the_cluster_fails(workers, rank):
       raise
     cli.fail(f"rank {rank} could not listen on {workers[rank]}: its port is "
              "taken or its host name is not this host's; expected a free "
-             "port (launch_workers --port) on a name of this host",
+             "port (legacy_hvd.launch.workers --port) on a name of this host",
              reporter=True)
   except tf.errors.UnavailableError as e:
     if rank == 0:

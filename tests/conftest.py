@@ -28,7 +28,7 @@ compat.enable_v2_behavior()
 # stacks have none (the Makefile's WITH_HOROVOD), and there a test that
 # needs it is skipped with NO_HOROVOD. A test needs Horovod when
 #   - it launches a job on horovodrun: helpers.job_argv for any trainer but
-#     MWMS (whose workers legacy_hvd.launch_workers starts), wrapped below;
+#     MWMS (whose workers legacy_hvd.launch.workers starts), wrapped below;
 #   - its module, or a module or program it runs, fails for want of horovod
 #     (HOROVOD_MISSING, in this process or in the output of a process the
 #     failure shows): at collection (HorovodModule) or as it runs
@@ -44,7 +44,7 @@ NEEDS_HOROVOD = {
     # compare_paths keeps its jobs' output in log files: its error names
     # only the log.
     "tests/jobs/test_tf2_path.py::test_compare_paths_v1_is_exact_and_keras_diverges",
-    # The supervisor's runs (legacy_hvd.supervise relaunches horovodrun;
+    # The supervisor's runs (legacy_hvd.launch.supervise relaunches horovodrun;
     # without one it fails in Popen, naming no Horovod).
     "tests/hosts/test_supervise.py::test_a_lost_host_is_left_out_and_the_job_finishes",
     "tests/hosts/test_supervise.py::test_results_list_the_restart",

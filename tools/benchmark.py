@@ -54,7 +54,7 @@ BATCH_SIZE = 64            # per worker, the trainer's default
 # None: no horovodrun at all (plain TF). Gloo is named explicitly: a Horovod
 # built with MPI too would otherwise default to MPI.
 GLOO, MPI = ["--gloo"], ["--mpi"]
-# tf.distribute's workers: started by legacy_hvd.launch_workers, no Horovod.
+# tf.distribute's workers: started by legacy_hvd.launch.workers, no Horovod.
 WORKERS = ["launch_workers"]
 BARE_LOOP = "tools.bare_loop"   # takes --max_steps, --step_log, --data_dir,
                                 # --horovod only
@@ -214,7 +214,7 @@ def run_case(name, args, work, python=sys.executable):
   if launcher is None:
     command = []
   elif launcher == WORKERS:
-    command = [python, "-m", "legacy_hvd.launch_workers", "-H",
+    command = [python, "-m", "legacy_hvd.launch.workers", "-H",
                f"localhost:{np}", "--"]
   else:
     command = [*stacks.horovodrun(python), *launcher, "-np", str(np), "-H",

@@ -16,7 +16,7 @@ every --digest_every steps, a digest of the weights: the TF1 job
 Keras fit (legacy_hvd.train_keras, keras-fit) and the Estimator job
 (legacy_hvd.train_estimator, estimator: TF <= 2.15) and the TF2 loop on
 tf.distribute's MultiWorkerMirroredStrategy (legacy_hvd.train_mwms, mwms:
-its workers started by legacy_hvd.launch_workers, no Horovod). --stacks adds the TF1
+its workers started by legacy_hvd.launch.workers, no Horovod). --stacks adds the TF1
 path run by another stack's Python (and the horovodrun beside it), compared
 with the TF1 path of this one. Writes
   DIR/report.json   every figure below, machine-readable
@@ -106,7 +106,7 @@ STACK_CAUSE = (
 
 
 # The TF2 loop on tf.distribute, no Horovod: its workers started by
-# legacy_hvd.launch_workers instead of horovodrun.
+# legacy_hvd.launch.workers instead of horovodrun.
 MWMS = "legacy_hvd.train_mwms"
 # Why it may part from the Horovod paths (docs/tf1-vs-tf2.md, "Past
 # Horovod"; measured with this tool).
@@ -211,7 +211,7 @@ def run_path(name, module, extra, args, python=sys.executable):
            f"--inter_op_threads={args.threads}", *held_out_flags(args),
            *extra, *args.trainer_flags]
   hosts = ["-H", f"localhost:{args.np}"]
-  launcher = ([python, "-m", "legacy_hvd.launch_workers", *hosts, "--"]
+  launcher = ([python, "-m", "legacy_hvd.launch.workers", *hosts, "--"]
               if module == MWMS else
               [*stacks.horovodrun(python), "--gloo", "-np", str(args.np),
                *hosts])

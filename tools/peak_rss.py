@@ -26,7 +26,7 @@ def rank():
   for variable in _RANK_VARIABLES:
     if variable in os.environ:
       return int(os.environ[variable])
-  # A tf.distribute worker (legacy_hvd.launch_workers): its index.
+  # A tf.distribute worker (legacy_hvd.launch.workers): its index.
   workers = cli.tf_config_workers()
   return workers[1] if workers else 0
 

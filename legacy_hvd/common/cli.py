@@ -34,9 +34,14 @@ _WORLD_SIZE_VARIABLES = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 USAGE_ERROR = 2
 INPUT_ERROR = 1
 LOST_PEER = 75   # EX_TEMPFAIL: a host was lost; relaunching may succeed
-# Set by the Slurm launcher (legacy_hvd.slurm: its plan of the ranks) in
-# every rank's environment: a rank under it advises in Slurm's words.
+# Set by the Slurm launcher (legacy_hvd.launch.slurm: its plan of the ranks) in
+# every rank's environment.
 SLURM_PLAN = "LEGACY_HVD_SLURM_HOSTS"
+# Set by a launcher that decides what follows a lost host or a failed rank
+# (the supervisor, the Slurm launcher) to its name, in every rank's
+# environment: a rank under it reports the loss and leaves the verdict,
+# the one error line, to it.
+DECIDER = "LEGACY_HVD_DECIDER"
 # Seconds a silent rank waits before exiting: horovodrun kills every rank
 # once one exits, so a silent rank exiting first could cut off the line.
 REPORTER_HEAD_START = 3.0
@@ -142,8 +147,18 @@ def fail(message, exit_code=INPUT_ERROR, reporter=None):
 
 def error_line(message):
   """`program: error: [on host: ]message`, as fail() prints it."""
+  return _line("error: ", message)
+
+
+def report_line(message):
+  """`program: [on host: ]message`: what a rank reports to the launcher
+  that decides (DECIDER)."""
+  return _line("", message)
+
+
+def _line(kind, message):
   where = f"on {socket.gethostname()}: " if _spans_hosts() else ""
-  return f"{_program()}: error: {where}{message}"
+  return f"{_program()}: {kind}{where}{message}"
 
 
 def exit_quietly(exit_code=INPUT_ERROR):
@@ -181,7 +196,7 @@ def quiet_tensorflow():
 
 
 def run_launcher(main):
-  """A launcher's entry point (the supervisor, launch_workers), its flags
+  """A launcher's entry point (the supervisor, launch.workers), its flags
   defined: app.run(main); main gets the command after `--`. Not run(): that
   quiets TensorFlow, which the launcher side never imports."""
   app.run(main, flags_parser=lambda argv: parse_flags(

@@ -11,15 +11,15 @@ launchers' forwarding.
 
 A cluster stops a job with SIGTERM (a time limit, a pre-emption, scancel),
 a scheduler warns with SIGUSR1 before it does (Slurm's `--signal=USR1@N`;
-the job then requeues itself, legacy_hvd/slurm.py), and a user presses
+the job then requeues itself, legacy_hvd/launch/slurm.py), and a user presses
 Ctrl-C. In a trainer the first one only records the request: the trainer
 finishes its step, agrees with the other ranks to stop at the same step,
 and rank 0 saves a checkpoint. A repeated SIGTERM or SIGUSR1 is the same
 request again (Slurm signals a task directly and through srun): it changes
 nothing, and the scheduler's SIGKILL after its grace time is the "now". A
 second SIGINT (a user's second Ctrl-C) restores the default action and
-re-raises, ending the process at once. The launchers (legacy_hvd.slurm,
-legacy_hvd.supervise) record the same way and pass signals on to the job
+re-raises, ending the process at once. The launchers (legacy_hvd.launch.slurm,
+legacy_hvd.launch.supervise) record the same way and pass signals on to the job
 they run. Standard library only; Python 3.7-compatible.
 """
 import os

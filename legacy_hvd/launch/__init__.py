@@ -1,7 +1,16 @@
-"""The launcher side, as Horovod keeps its own in horovod/runner: what the
-supervisor, the Slurm launcher and the pre-flight check need before and
-between runs. Never imports TensorFlow or Horovod, not even through another
-module.
+"""The launcher side, as Horovod keeps its own in horovod/runner: the
+launchers (entry points, `python -m legacy_hvd.launch.NAME`) beside the
+pieces they share. Never imports TensorFlow or Horovod's frameworks, not
+even through another module.
+
+  slurm        runs a trainer under Slurm, every rank an srun task (the
+               batch script's side)
+  slurm_task   each srun task's side: becomes its rank, execs the trainer
+  supervise    runs a trainer and relaunches it on the hosts left when one
+               is lost (for clusters without a scheduler)
+  preflight    will the job start on these hosts?
+  workers      starts a tf.distribute job's workers as horovodrun starts
+               ranks, each told the cluster by TF_CONFIG
 
   hostlists    `-H` and hostfiles read as horovodrun reads them; which
                host is this one
@@ -15,6 +24,4 @@ module.
                requeues; the requeue without the failed node
   container    the Slurm launcher's tasks in an image (ch-run): the image
                and its mounts judged on the node, the task's command
-  workers      a tf.distribute job's workers started as horovodrun starts
-               ranks, each told the cluster by TF_CONFIG
 """

@@ -17,8 +17,9 @@ horovodrun's own exit code cannot be trusted after a stopped rank (it can
 read 0), so a run is judged as the docs say: it trained if rank 0 wrote
 results.json during it; otherwise the first surviving rank's one line
 (legacy_hvd/training/job_faults.py, report_lost_peers) says what was lost:
-  "lost host lh2 (rank 1: process ended); ...; relaunch on ... (-H ...)"
-  "rank 0 on host lh1 failed (see its error); the job stops. ..."
+  "lost host lh2 (rank 1: process ended); this run stops. ..."
+  "rank 0 on host lh1 failed (see its error); this run stops. ..."
+(under horovodrun alone, "the job stops" and an error line).
 The first is a lost or stuck host: a relaunch may succeed. The second is a
 rank's own error: relaunching would meet it again. No Horovod, no
 TensorFlow (the launcher side); Python 3.7-compatible.
@@ -35,10 +36,12 @@ from legacy_hvd.common import json_files
 TRAINED, LOST, FAILED, OTHER = "trained", "lost", "failed", "other"
 RESULTS_FILE = "results.json"   # rank 0's, at the end of a run (results.py)
 # The survivors' lines (job_faults.report_lost_peers), after horovodrun's
-# "[rank]<stderr>:" and the trainer's "program: error: [on host: ]".
-_LOST = re.compile(r": error: (?:on \S+: )?lost (.*?); the job stops\.")
-_FAILED = re.compile(r": error: (?:on \S+: )?(.*?) \(see its error\); the "
-                     r"job stops\.")
+# "[rank]<stderr>:" and the trainer's "program: [error: ][on host: ]": an
+# error line under horovodrun alone, a report under a launcher that decides.
+_LOST = re.compile(r": (?:error: )?(?:on \S+: )?lost (.*?); (?:the job|this "
+                   r"run) stops\.")
+_FAILED = re.compile(r": (?:error: )?(?:on \S+: )?(.*?) \(see its error\); "
+                     r"(?:the job|this run) stops\.")
 # Items of the lost line (peers.Roster.describe), "; "-separated.
 _WHOLE_HOST = re.compile(r"^host (\S+) \(ranks? [\d, ]+: (.*)\)$")
 _PART_OF_HOST = re.compile(r"^ranks? [\d, ]+ of \d+ on host (\S+) \((.*)\)$")

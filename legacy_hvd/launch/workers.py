@@ -1,17 +1,23 @@
-"""Starting a tf.distribute job's workers as horovodrun starts ranks: one
-process per slot of the hosts, each told the cluster by TF_CONFIG.
+"""Starts a tf.distribute job's workers, as horovodrun starts a Horovod
+job's ranks: one process per slot of the hosts, each told the cluster by
+TF_CONFIG.
 
-    workers = plan(hosts, port)     # [Worker(host, rank, tf_config)]
-    processes = [start(w, command, env, ssh) for w in workers]
-    code, rank = wait_all(processes)   # the first failure ends the others
+    python -m legacy_hvd.launch.workers -H localhost:4 -- \\
+        python -m legacy_hvd.train_mwms --batch_size=64
+    python -m legacy_hvd.launch.workers -H lh1:2,lh2:2 [--port=23456] -- ...
 
-A worker on this host is a child process; on another host, an ssh login
-running the command in this directory (the hosts share the file system,
-as horovodrun assumes). Each line a worker prints is passed through as
-horovodrun passes a rank's: `[rank]<stdout>:line`. When a worker exits
-non-zero the others get SURVIVORS_SECONDS to end on their own (one of
-them names what was lost), then SIGTERM, and SIGKILL GRACE_SECONDS later,
-as horovodrun ends its ranks. No TensorFlow, no Horovod.
+TensorFlow ships no launcher: MultiWorkerMirroredStrategy reads the cluster
+from TF_CONFIG (or from a cluster resolver: under Slurm,
+legacy_hvd.launch.slurm needs none). Worker k of a host listens on --port +
+k; rank 0, the chief, is the first host's first. A worker on this host is
+a child process; on another host, an ssh login running the command in this
+directory (the hosts share the file system, as horovodrun assumes). Each
+line a worker prints is passed through as horovodrun passes a rank's:
+`[rank]<stdout>:line`. When a worker exits non-zero the others get
+SURVIVORS_SECONDS to end on their own (one of them names what was lost),
+then SIGTERM, and SIGKILL GRACE_SECONDS later, as horovodrun ends its
+ranks; this exits with its code. SIGTERM, SIGINT and SIGUSR1 are passed on
+to the workers on this host. No TensorFlow, no Horovod.
 """
 import collections
 import json
@@ -25,6 +31,11 @@ import sys
 import threading
 import time
 
+from absl import flags
+
+from flags import workers as workers_flags
+from legacy_hvd.common import cli
+from legacy_hvd.common import signals
 from legacy_hvd.launch import hostlists
 
 GRACE_SECONDS = 5   # between SIGTERM and SIGKILL, horovodrun's too
@@ -142,3 +153,57 @@ def end(processes):
     if process.poll() is None:
       process.kill()
     process.wait()
+
+
+# -- the launcher -------------------------------------------------------------
+FLAGS = flags.FLAGS
+
+
+class Forward(signals.Recorder):
+  """The stop signals, passed on to every worker process."""
+
+  def __init__(self):
+    super().__init__(signals.HANDLED)
+    self.processes = []
+
+  def react(self, signum):
+    for process in self.processes:
+      if process.poll() is None:
+        process.send_signal(signum)
+
+
+def main(argv):
+  command = argv[1:]
+  if not command:
+    cli.fail("no command to run; expected `-- python -m "
+             "legacy_hvd.train_mwms ...` after the flags", cli.USAGE_ERROR)
+  hosts = (hostlists.parse_hosts(FLAGS.hosts) if FLAGS.hosts else
+           hostlists.parse_hostfile(FLAGS.hostfile))
+  planned = plan(hosts, FLAGS.port or free_ports(
+      max(slots for _, slots in hosts)))
+  forward = Forward().install()
+  copying = []
+  for worker in planned:
+    process = start(worker, command, dict(os.environ),
+                            FLAGS.ssh_timeout, FLAGS.ssh_port)
+    forward.processes.append(process)
+    copying += pass_through(worker.rank, process)
+  code, rank = wait_all(forward.processes)
+  # A worker's last lines (its error line among them) may still be in its
+  # pipe when it has exited: copied before this exits.
+  for thread in copying:
+    thread.join(timeout=GRACE_SECONDS)
+  if rank is not None:
+    print("{}: rank {} exited with code {}; ended the others".format(
+        "legacy_hvd.launch.workers", rank, code), file=sys.stderr, flush=True)
+  sys.exit(code if code >= 0 else 128 - code)
+
+
+def run():
+  """Console-script entry point (legacy-hvd-launch-workers)."""
+  workers_flags.define_workers()
+  cli.run_launcher(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -122,17 +122,22 @@ def report_lost_peers(roster, lost, rank, model_dir):
   else:
     saved = (f"rank 0's last checkpoint is in {model_dir} on "
              f"{roster.ranks[0][0]}")
+  decider = os.environ.get(cli.DECIDER)
   if set(lost.values()) == {peers.FAILED}:   # an error, not a lost host
-    line = (f"{roster.describe(lost)} (see its error); the job stops. "
-            f"{saved}")
-  elif os.environ.get(cli.SLURM_PLAN):
-    line = (f"lost {roster.describe(lost)}; the job stops. {saved}; the "
-            "Slurm launcher requeues it without the failed node, within "
-            "its --max_restarts")
+    line = f"{roster.describe(lost)} (see its error); "
   else:
-    line = (f"lost {roster.describe(lost)}; the job stops. {saved}; "
-            f"relaunch on the remaining hosts (-H {remaining}) to resume")
-  print(cli.error_line(line), file=sys.stderr, flush=True)
+    line = f"lost {roster.describe(lost)}; "
+  if decider:
+    # One failure, one verdict: the launcher's, which knows what follows.
+    line += f"this run stops. {saved}; {decider} decides what follows"
+    print(cli.report_line(line), file=sys.stderr, flush=True)
+  elif set(lost.values()) == {peers.FAILED}:
+    print(cli.error_line(f"{line}the job stops. {saved}"), file=sys.stderr,
+          flush=True)
+  else:
+    print(cli.error_line(
+        f"{line}the job stops. {saved}; relaunch on the remaining hosts "
+        f"(-H {remaining}) to resume"), file=sys.stderr, flush=True)
 
 
 def exit_if_stopped(summary, stop_signals, rank, model_dir,

@@ -39,7 +39,7 @@ CIFAR10_JPEG = os.environ.get(
 CIFAR10_CONVERTER = os.path.join(SHARED, "tools", "cifar10_jpeg_to_bin.py")
 JOB_TIMEOUT = 240   # seconds for one horovodrun job in a test
 # The trainer without Horovod: its workers started by the project's own
-# launcher (legacy_hvd.launch_workers), with horovodrun's -H.
+# launcher (legacy_hvd.launch.workers), with horovodrun's -H.
 MWMS = "legacy_hvd.train_mwms"
 # horovodrun as the suite starts it (launcher.py).
 LAUNCHER = os.path.join(REPO, "tests", "helpers", "launcher.py")
@@ -55,13 +55,13 @@ def job_argv(np, module, args, launcher_args=None, python=None,
   it then launches, for another stack); wrapper: a shell snippet each rank
   runs before python (a umask, say); launcher: a whole other launcher's
   argv instead of horovodrun's (mpirun ...). MWMS's workers are started by
-  legacy_hvd.launch_workers, with the same host options.
+  legacy_hvd.launch.workers, with the same host options.
   """
   program = [python or sys.executable, "-m", module, *args]
   if wrapper:
     program = ["sh", "-c", f'{wrapper}; exec "$@"', "rank", *program]
   if launcher is None and module == MWMS:
-    launcher = [python or sys.executable, "-m", "legacy_hvd.launch_workers",
+    launcher = [python or sys.executable, "-m", "legacy_hvd.launch.workers",
                 *(launcher_args or ["-H", f"localhost:{np}"]), "--"]
   if launcher is None:
     # Horovod's launcher under the ranks' Python, without its per-launch

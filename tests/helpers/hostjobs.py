@@ -48,7 +48,7 @@ def launcher_args(hosts_args, interface="eth0"):
 def launch(cluster, np, hosts_args, model_dir, args, log, env=None,
            interface="eth0", module="legacy_hvd.train"):
   """Starts the job on lh1 in the background; output to the open file `log`
-  (train_mwms's workers: by legacy_hvd.launch_workers, over the host names,
+  (train_mwms's workers: by legacy_hvd.launch.workers, over the host names,
   no interface to pick)."""
   if module == helpers.MWMS:
     interface = None

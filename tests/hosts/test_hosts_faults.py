@@ -201,7 +201,7 @@ def test_cut_link_is_named_within_the_gloo_time_out(test_hosts, data_dir,
     # Its collectives fail inside Estimator.train, Estimator's own loop.
     pytest.param("legacy_hvd.train_estimator", marks=pytest.mark.skipif(
         compat.estimator() is None, reason="no tf.estimator (TF >= 2.16)")),
-    # No Horovod: its workers started over ssh by legacy_hvd.launch_workers;
+    # No Horovod: its workers started over ssh by legacy_hvd.launch.workers;
     # a dead peer is noticed after TensorFlow's heartbeat time-out (10 s).
     pytest.param("legacy_hvd.train_mwms", marks=pytest.mark.one_stack)])
 def test_other_trainers_name_a_killed_host(test_hosts, data_dir, tmp_path,

@@ -147,7 +147,7 @@ def test_a_killed_host_in_the_image_is_named_in_one_line(
 def test_slurm_tasks_in_the_image_requeue_and_resume_as_without_it(
     slurm, two_by_two, data_dir):
   # slurm/train.sbatch --image: each srun task is `ch-run IMAGE -- python
-  # -m legacy_hvd.slurm --task ...`; the launcher itself on the host.
+  # -m legacy_hvd.launch.slurm_task ...`; the launcher itself on the host.
   image = images.flat_image(images.ensure_image())
   scratch = slurm.cluster.scratch
   job = slurmjobs.submit(slurm, "image", [

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.one_stack
 
 def preflight(cluster, *args):
   return cluster.hosts[0].run(
-      [sys.executable, "-m", "legacy_hvd.preflight", *args], timeout=240)
+      [sys.executable, "-m", "legacy_hvd.launch.preflight", *args], timeout=240)
 
 
 def test_preflight_passes_on_a_good_set_up(test_hosts, tmp_path):
@@ -68,7 +68,7 @@ def test_preflight_refuses_a_hostfile_horovodrun_cannot_use(
   errors = process.stderr.splitlines()
   assert len(errors) == len(bad), process.stderr
   for error, number in zip(errors, bad):
-    assert error.startswith("legacy_hvd.preflight: error: --hostfile={}: "
+    assert error.startswith("legacy_hvd.launch.preflight: error: --hostfile={}: "
                             "line {} {!r}: ".format(hostfile, number,
                                                     lines[number - 1])), error
   assert why in errors[0]

@@ -13,7 +13,8 @@ import time
 import pytest
 import tensorflow as tf
 
-from legacy_hvd import slurm as slurm_launcher
+from legacy_hvd.launch import slurm as slurm_launcher
+from legacy_hvd.launch import slurm_task
 from legacy_hvd.common import compat
 from tests.helpers import hostjobs
 from tests.helpers import slurmjobs
@@ -157,7 +158,9 @@ def test_a_bad_launcher_argument_fails_the_job_in_one_line(slurm, data_dir):
   assert job.state()["JobState"] == "FAILED"
   errors = error_lines(job.output())
   assert len(errors) == 1, job.output()
-  assert "--module: invalid choice: 'legacy_hvd.nope'" in errors[0]
+  assert ("flag --module=legacy_hvd.nope: value should be one of "
+          "<legacy_hvd.train|") in errors[0]
+  assert errors[0].endswith("no rank was started")
 
 
 @one_stack
@@ -305,6 +308,14 @@ def test_a_lost_node_with_no_restart_left_fails_the_job_in_one_line(
   assert ("restart budget used up (0 of --max_restarts=0); the job stops at "
           "step") in said[0]
   assert said[0].endswith("resubmit it with --exclude=lh2 to resume")
+  # One failure, one verdict: the survivor's line is a report to the
+  # launcher, not a second error line promising what the first refuses.
+  reports = [line for line in output.splitlines()
+             if "legacy_hvd.train: on lh1: lost host lh2 (rank 1: " in line]
+  assert reports and all(line.endswith(
+      "legacy_hvd.launch.slurm decides what follows") for line in reports)
+  assert not [line for line in error_lines(output)
+              if "legacy_hvd.train: error:" in line], output[-6000:]
   assert "requeueing" not in output and ", restart 1:" not in output
 
 
@@ -340,7 +351,7 @@ def test_the_allocation_is_read_as_slurm_writes_it():
   assert slurm_launcher.tasks_per_node("4") == [4]
   with pytest.raises(ValueError):
     slurm_launcher.tasks_per_node("2(x)")
-  plan = slurm_launcher.slots("lh1:2,lh2:1")
+  plan = slurm_task.slots("lh1:2,lh2:1")
   assert [(s.hostname, s.rank, s.local_rank, s.cross_rank, s.cross_size)
           for s in plan] == [("lh1", 0, 0, 0, 2), ("lh1", 1, 1, 0, 1),
                              ("lh2", 2, 0, 1, 2)]
@@ -351,11 +362,7 @@ def test_docs_list_the_launchers_options():
   with open(os.path.join(REPO, "docs", "slurm.md")) as f:
     section = f.read().split("## The launcher's options")[1].split("\n## ")[0]
   listed = set(re.findall(r"^\| `(--\w+)", section, re.MULTILINE))
-  parser_options = {
-      option for action in slurm_launcher.parser()._actions
-      for option in action.option_strings if option.startswith("--")}
-  shared = {"--" + name for name in slurm_launcher.host_flags()}
-  assert listed == (parser_options | shared) - {"--help"}
+  assert listed == {"--" + name for name in slurm_launcher.launcher_flags()}
 
 
 @one_stack

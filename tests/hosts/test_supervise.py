@@ -1,4 +1,4 @@
-"""The supervisor (legacy_hvd/supervise.py) on the test hosts: a host lost
+"""The supervisor (legacy_hvd/launch/supervise.py) on the test hosts: a host lost
 mid-run is left out and the job relaunched on the others from the last
 checkpoint, once; with no restart left, one line and exit 75. Bad input is
 refused before anything starts (no horovodrun, no hosts)."""
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from legacy_hvd import supervise
+from legacy_hvd.launch import supervise
 from legacy_hvd.common import checkpoint_state
 from legacy_hvd.launch import run_outcome
 from tests.helpers import hostjobs
@@ -28,7 +28,8 @@ RUN_TIMEOUT = 300   # seconds for both supervised jobs (2 cores, shared)
 # The launcher side, the same on both stacks; the trainers' own loss and
 # resume run on both in tests/hosts/test_hosts_faults.py.
 pytestmark = pytest.mark.one_stack
-RESTART = re.compile(r"^legacy_hvd\.supervise: restart (\d+) of (\d+): lost "
+RESTART = re.compile(r"^legacy_hvd\.launch\.supervise: restart (\d+) of (\d+): "
+                     r"lost "
                      r"(.*); relaunching (\d+) ranks? on (\S+), resuming at "
                      r"step (\d+) in (\S+)$", re.MULTILINE)
 
@@ -51,7 +52,7 @@ class Supervised(object):
     self.log_path = log_path
     self.killed = None     # when lost_host's ranks were killed
     self.restarted = None  # when the restart line came, after that
-    argv = [sys.executable, "-m", "legacy_hvd.supervise",
+    argv = [sys.executable, "-m", "legacy_hvd.launch.supervise",
             "--network_interface=eth0", *supervisor_args, "--",
             sys.executable, "-m", module,
             "--model_dir=" + self.model_dir, "--data_dir=" + data_dir,
@@ -155,21 +156,25 @@ def test_results_list_the_restart(relaunched):
       "restart": 1, "resumed_at_step": step, "hosts": "lh1:1,lh2:1",
       "np": 2, "lost": "host lh3 (rank 2: process ended)",
       "dropped": {"lh3": "process ended"}}
-  assert "legacy_hvd.supervise: trained after 1 restart; listed in" in output
+  assert "legacy_hvd.launch.supervise: trained after 1 restart; listed in" in output
 
 
 def test_the_restart_budget_used_up_ends_in_one_line(runs, test_hosts):
   code, output, model_dir = runs["budget"]
   assert code == supervise.REQUEUE == 75, output[-6000:]
   lines = [l for l in error_lines(output)
-           if l.startswith("legacy_hvd.supervise:")]
+           if l.startswith("legacy_hvd.launch.supervise:")]
   step = checkpoint_state.latest_step(model_dir)
   assert lines == [
-      "legacy_hvd.supervise: error: lost host lh2 (rank 1: process ended); "
+      "legacy_hvd.launch.supervise: error: lost host lh2 (rank 1: process ended); "
       "restart budget used up (0 of --max_restarts=0); the job stops at "
       "step {} in {}: requeue it".format(
           step, os.path.join(test_hosts.scratch, "budget"))], output[-6000:]
   assert step >= FIRST_CHECKPOINT
+  # The survivor reported to the supervisor; the one error line is its.
+  assert "legacy_hvd.launch.supervise decides what follows" in output
+  assert not [line for line in error_lines(output)
+              if "legacy_hvd.train: error:" in line], output[-6000:]
   assert not RESTART.search(output)
   assert not os.path.exists(os.path.join(model_dir, "results.json"))
 
@@ -185,12 +190,12 @@ def test_the_restart_budget_used_up_ends_in_one_line(runs, test_hosts):
      "-H/--hosts, --hostfile and --host_discovery_script"),
 ])
 def test_bad_input_is_one_line_and_nothing_starts(args, expected):
-  process = run_module("legacy_hvd.supervise", args, timeout=60)
+  process = run_module("legacy_hvd.launch.supervise", args, timeout=60)
   assert process.returncode == 2
   assert process.stdout == ""
   lines = process.stderr.splitlines()
   assert len(lines) == 1 and lines[0].startswith(
-      "legacy_hvd.supervise: error: "), process.stderr
+      "legacy_hvd.launch.supervise: error: "), process.stderr
   assert expected in lines[0], lines[0]
 
 

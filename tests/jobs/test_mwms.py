@@ -1,5 +1,5 @@
 """legacy_hvd.train_mwms, the TF2 loop on tf.distribute's
-MultiWorkerMirroredStrategy, its workers started by legacy_hvd.launch_workers:
+MultiWorkerMirroredStrategy, its workers started by legacy_hvd.launch.workers:
 the Horovod loop's numbers step for step, its model directories continued,
 a killed worker in one line. The faults every trainer meets (SIGTERM, NaN,
 damaged checkpoints, failed writes) are tests/jobs/test_faults.py's and

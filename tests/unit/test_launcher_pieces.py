@@ -131,7 +131,7 @@ def test_a_trainers_stop_request_is_the_first_signal():
 
 
 def test_the_launchers_import_no_tensorflow():
-  code = ("import sys; from legacy_hvd import supervise, slurm, preflight; "
+  code = ("import sys; from legacy_hvd.launch import supervise, slurm, preflight; "
           "from legacy_hvd.launch import run_outcome; from legacy_hvd.common import json_files; "
           "print(sorted(m for m in ('tensorflow', 'horovod') "
           "if m in sys.modules))")

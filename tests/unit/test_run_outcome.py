@@ -51,6 +51,23 @@ def test_every_survivors_lost_hosts_are_left_out(tmp_path):
       "lh4": "rank 3 of 4 on host lh4 (not answering: stopped or stuck)"}
 
 
+def test_a_report_to_a_deciding_launcher_is_read_as_the_error_line(tmp_path):
+  # Under the supervisor or the Slurm launcher a survivor reports without
+  # "error:": the one error line is the launcher's verdict.
+  report = ("[2]<stderr>:legacy_hvd.train: on lh1: lost host lh2 (ranks 2, "
+            "3: host unreachable); this run stops. rank 0's last checkpoint "
+            "is step 100 in /scratch/runs/cifar10; legacy_hvd.launch."
+            "supervise decides what follows\n")
+  outcome = lines_of(PROGRESS, report).outcome(1, str(tmp_path), None)
+  assert outcome.kind == run_outcome.LOST
+  assert outcome.dropped == {"lh2": "host unreachable"}
+  failed = ("1: legacy_hvd.train: rank 0 on host lh1 failed (see its "
+            "error); this run stops. rank 0's last checkpoint is in /s on "
+            "lh1; legacy_hvd.launch.slurm decides what follows\n")
+  assert lines_of(failed).outcome(1, str(tmp_path), None).kind == (
+      run_outcome.FAILED)
+
+
 def test_a_rank_that_died_alone_leaves_its_host_in(tmp_path):
   # Its process ended on a host whose other rank answers: the host is up.
   alone = ("[1]<stderr>:legacy_hvd.train: error: lost rank 1 of 2 on host "

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from legacy_hvd import slurm
+from legacy_hvd.launch import slurm
 from legacy_hvd.common import cli
 from legacy_hvd.launch import container
 

@@ -1,8 +1,8 @@
 """The pre-flight check: will this job start on these hosts?
 
-    python -m legacy_hvd.preflight -H lh1:2,lh2:2 --data_dir=DIR \\
+    python -m legacy_hvd.launch.preflight -H lh1:2,lh2:2 --data_dir=DIR \\
         [--model_dir=DIR] [--network_interface=eth0]
-    python -m legacy_hvd.preflight --hostfile=FILE --data_dir=DIR
+    python -m legacy_hvd.launch.preflight --hostfile=FILE --data_dir=DIR
 
 Run it on the host you will launch from, with the Python that will run the
 job. For every host, over ssh in batch mode (no password, no prompt: as
@@ -137,7 +137,7 @@ def rank0_host(hosts):
 def remote_facts(host, request, ssh_timeout, ssh_port=None):
   """Runs probe() on `host` over ssh (batch mode); its facts, or
   {"unreachable": reason}."""
-  code = ("import sys; from legacy_hvd import preflight; "
+  code = ("import sys; from legacy_hvd.launch import preflight; "
           "preflight.probe_main(sys.argv[1])")
   remote = "env TF_CPP_MIN_LOG_LEVEL=2 {} -c {} {}".format(
       shlex.quote(sys.executable), shlex.quote(code),
@@ -264,7 +264,7 @@ def main(argv):
   print(table(hosts, slots, facts, FLAGS.network_interface), flush=True)
   found = problems(hosts, facts, FLAGS.network_interface, FLAGS.data_dir)
   for problem in found:
-    print("{}: error: {}".format("legacy_hvd.preflight", problem),
+    print("{}: error: {}".format("legacy_hvd.launch.preflight", problem),
           file=sys.stderr, flush=True)
   if found:
     sys.exit(cli.INPUT_ERROR)

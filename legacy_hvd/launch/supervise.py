@@ -1,9 +1,9 @@
 """Runs a trainer under horovodrun and relaunches it when a host is lost.
 
-    python -m legacy_hvd.supervise -H lh1:1,lh2:1,lh3:1 --min_np=2 \\
+    python -m legacy_hvd.launch.supervise -H lh1:1,lh2:1,lh3:1 --min_np=2 \\
         --max_restarts=3 -- python -m legacy_hvd.train --model_dir=DIR ...
-    python -m legacy_hvd.supervise --hostfile=FILE ... -- COMMAND
-    python -m legacy_hvd.supervise --host_discovery_script=S ... -- COMMAND
+    python -m legacy_hvd.launch.supervise --hostfile=FILE ... -- COMMAND
+    python -m legacy_hvd.launch.supervise --host_discovery_script=S ... -- COMMAND
 
 For clusters without a scheduler to relaunch a job (torchrun's elastic
 agent and Elastic Horovod do it for their own jobs; Elastic Horovod does
@@ -50,7 +50,7 @@ from legacy_hvd.launch import leftovers
 from legacy_hvd.launch import run_outcome
 
 FLAGS = flags.FLAGS
-PROGRAM = "legacy_hvd.supervise"
+PROGRAM = "legacy_hvd.launch.supervise"
 REQUEUE = cli.LOST_PEER  # 75, EX_TEMPFAIL: hosts or restarts ran out
 RANK_FAILED = 70         # EX_SOFTWARE: a rank's own error; not relaunched
 FORWARDED = signals.HANDLED   # SIGTERM, SIGINT, SIGUSR1
@@ -206,7 +206,8 @@ def main(argv):
     if not stop.first:
       used = [host for host, _ in hosts]
       code, lines = launch(hosts, command, stop, dict(
-          os.environ, **leftovers.mark(run_id, len(restarts))))
+          os.environ, **leftovers.mark(run_id, len(restarts)),
+          **{cli.DECIDER: PROGRAM}))
     if stop.first:
       say("stopped by signal {}; relaunching nothing".format(stop.first))
       sys.exit(128 + stop.first)

@@ -1,56 +1,23 @@
-"""Runs a trainer under Slurm, every rank a task of one `srun` step.
+"""Runs a trainer under Slurm, every rank a task of one `srun` step: in the
+batch script, on the allocation's first node, it does what horovodrun does
+before it starts ranks over ssh, then starts them with srun instead.
 
     sbatch -N 2 --ntasks-per-node=2 slurm/train.sbatch \\
         [--module=legacy_hvd.train_tf2] [--preflight] [--max_restarts=3] \\
-        [trainer flags]
-    sbatch -N 2 -n 4 slurm/train.sbatch --min_nodes=1 ...   # may shrink
-    sbatch ... slurm/train.sbatch --image=DIR --bind=/scratch:/runs ...
-    # slurm/train.sbatch: exec python -m legacy_hvd.slurm "$@"
+        [--image=DIR --bind=/scratch:/runs] [trainer flags]
+    # slurm/train.sbatch: exec python -m legacy_hvd.launch.slurm "$@"
 
-In the batch script, on the allocation's first node (where rank 0 runs),
-it does what horovodrun does before it starts ranks over ssh, then starts
-them with srun instead:
-  1. judges the trainer's flags with the trainer's own definitions and
-     validators (flags.TRAINERS), --min_nodes against how the job was
-     submitted, and --image and --bind against this node: a bad one is
-     one line (exit 2 for a flag), FAILED, no rank started, nothing
-     written;
-  2. reads the allocation: its nodes and tasks per node (the -H of
-     horovodrun, e.g. lh1:2,lh2:2); on a requeued job, waits until no
-     process of its earlier runs is left on them (launch/leftovers.py);
-  3. optionally runs the pre-flight check on those hosts (--preflight);
-  4. starts Horovod's Gloo rendezvous server for that plan (not for
-     train_mwms: its workers find each other by SlurmClusterResolver);
-  5. runs `srun -n N python -m legacy_hvd.slurm --task MODULE ...`, its
-     output passed through and read (launch/run_outcome.py): each task
-     gives itself the HOROVOD_* variables of its slot (rank =
-     SLURM_PROCID) and execs the trainer (with --image, each task runs
-     in the image under Charliecloud's ch-run). Every rank is a task of the
-     step: Slurm signals it on scancel, time limit and pre-emption, and
-     nothing of it outlives the job;
-  6. ends as Slurm should show the job: COMPLETED when every rank ended
-     well (results.json lists the restarts after losses); requeued when
-     the ranks were stopped by the early warning, SIGUSR1, or by a
-     pre-emption's SIGTERM; requeued without the lost node when the ranks
-     named a lost host or rank, within --max_restarts counted across
-     requeues (launch/slurm_healing.py), else FAILED in one line; FAILED
-     in one line, not requeued, when a rank failed on its own error;
-     otherwise the ranks' code (FAILED; CANCELLED or TIMEOUT as Slurm
-     decided). docs/slurm.md has the table.
+Bad flags, an image or bind that is not there, a --min_nodes the job's
+submission cannot honour: one line, FAILED, no rank started. Each task
+becomes its rank in legacy_hvd/launch/slurm_task.py. Every rank is a task of
+the step, so Slurm signals it on scancel, time limit and pre-emption, and
+nothing of it outlives the job. How the job ends (COMPLETED, requeued after
+a warning or a lost node within --max_restarts, FAILED in one line) is
+docs/slurm.md's table.
 
-Signals: SIGUSR1 to the batch shell (`--signal=B:USR1@N`, `scancel
---batch --signal=USR1`) is forwarded to the ranks through srun; SIGUSR1 to
-the tasks (`--signal=USR1@N`) reaches them directly. Either way every rank
-stops at one agreed step, rank 0 checkpoints, and the job requeues itself;
-the requeued run resumes there. SIGTERM reaches the ranks from Slurm
-itself (and again from srun: the trainers take a repeated SIGTERM as the
-same request); they stop and checkpoint the same way within KillWait.
-
-The cluster side: imports no trainer, TensorFlow or Horovod's frameworks
-(only Horovod's launcher pieces). Python 3.7-compatible.
+Imports no trainer, TensorFlow or Horovod's frameworks (only Horovod's
+launcher pieces). Python 3.7-compatible.
 """
-import argparse
-import collections
 import getpass
 import os
 import re
@@ -74,13 +41,9 @@ from legacy_hvd.launch import leftovers
 from legacy_hvd.launch import run_outcome
 from legacy_hvd.launch import slurm_healing
 
-PROGRAM = "legacy_hvd.slurm"
+PROGRAM = "legacy_hvd.launch.slurm"
 TRAINERS = tuple(flags.TRAINERS)
 MWMS = "legacy_hvd.train_mwms"   # no Horovod: no rendezvous server
-# A rank's place in the plan: what horovodrun tells each rank.
-Slot = collections.namedtuple(
-    "Slot", "hostname rank size local_rank local_size cross_rank cross_size")
-PLAN = cli.SLURM_PLAN   # the launcher's plan, read by each task
 RANK_FAILED = 70        # EX_SOFTWARE: a rank's own error; not requeued
 LEFTOVER_SECONDS = 90   # for an earlier run's processes to be gone
 STOPPED_FOR_REQUEUE = 128 + signal.SIGUSR1   # a rank's code after SIGUSR1
@@ -118,15 +81,6 @@ def allocation(env):
   return list(zip(nodes, counts))
 
 
-def slots(hosts):
-  """Every rank's Slot for "lh1:2,lh2:2": ranks fill one host after the
-  other, as srun's default (block) distribution does, and horovodrun."""
-  names = [host for host, count in hostlists.parse_hosts(hosts)
-           for _ in range(count)]
-  return [Slot(names[rank], *cli.workers_place(names, rank))
-          for rank in range(len(names))]
-
-
 # -- the batch script's side -------------------------------------------------
 class Received(signals.Recorder):
   """What the batch shell received: SIGUSR1, a requeue request passed on to
@@ -149,54 +103,26 @@ class Received(signals.Recorder):
       self.srun.send_signal(signum)
 
 
-def parser():
-  """The launcher's own options; with host_flags(), what docs/slurm.md
-  lists (and --help shows)."""
-  shared = host_flags()
-  options = argparse.ArgumentParser(
-      prog=PROGRAM, allow_abbrev=False,
-      description="Runs a legacy_hvd trainer on this Slurm allocation; "
-      "every other argument goes to the trainer.",
-      epilog=" ".join("--{}: {}".format(name, shared[name].help)
-                      for name in shared))
-  options.add_argument("--module", default=TRAINERS[0], choices=TRAINERS,
-                       help="the trainer to run")
-  options.add_argument("--preflight", action="store_true",
-                       help="run legacy_hvd.preflight on the allocation's "
-                       "hosts first (it logs in with ssh)")
-  options.add_argument("--image", metavar="DIR",
-                       help="run every task in this image (a Charliecloud "
-                       "directory of a `make image` image, ch-convert's, at "
-                       "this path on every node) with ch-run; the trainer's "
-                       "paths are the image's (docs/containers.md)")
-  options.add_argument("--bind", metavar="SRC:DST", action="append",
-                       default=[], help="with --image: mount this node's "
-                       "directory SRC at DST, a directory the image has "
-                       "(/data, /runs); repeatable")
-  return options
-
-
-def host_flags():
-  """The launcher's absl flags (flags/slurm.py): --network_interface and
-  --max_restarts as the other launchers define them, and --min_nodes."""
+def launcher_flags():
+  """The launcher's own flags (flags/slurm.py), what docs/slurm.md lists."""
   values = absl_flags.FlagValues()
-  slurm_flags.define_slurm(values)
+  slurm_flags.define_slurm(values, TRAINERS)
   return values
 
 
 def parse(argv):
-  """(the launcher's options, the trainer's arguments): parser()'s and
-  host_flags()'s; everything else goes to the trainer unchanged, in its
-  order."""
-  args, rest = parser().parse_known_args(argv)
-  values = host_flags()
+  """(the launcher's flags, the trainer's arguments): every argument the
+  launcher does not define goes to the trainer unchanged, in its order."""
+  values = launcher_flags()
+  if {"--help", "-h", "--helpfull"} & set(argv):
+    print("usage: sbatch ... slurm/train.sbatch [launcher flags] [trainer "
+          "flags]\n\n" + values.get_help())
+    sys.exit(0)
   try:
-    trainer_args = values([PROGRAM] + rest, known_only=True)[1:]
+    trainer_args = values([PROGRAM] + list(argv), known_only=True)[1:]
   except absl_flags.Error as e:
-    raise cli.UserError(str(e))
-  for name in values:
-    setattr(args, name, values[name].value)
-  return args, trainer_args
+    cli.fail("{}; no rank was started".format(e), cli.USAGE_ERROR)
+  return values, trainer_args
 
 
 def check_trainer_flags(module, trainer_args):
@@ -250,7 +176,8 @@ def launch(args, trainer_args, binds, env):
   if args.preflight:
     preflight(hosts, trainer_args, args.network_interface, env)
 
-  task_env = dict(env, **{PLAN: hosts, "PYTHONUNBUFFERED": "1"},
+  task_env = dict(env, **{cli.SLURM_PLAN: hosts, cli.DECIDER: PROGRAM,
+                            "PYTHONUNBUFFERED": "1"},
                   **leftovers.mark(run_id, restart))
   rendezvous = None
   if args.module != MWMS:
@@ -283,7 +210,7 @@ def launch(args, trainer_args, binds, env):
           "--distribution=block", "--kill-on-bad-exit=0", "--label",
           "--wait={}".format(TASK_WAIT), "--mpi=none",
           *container.task_command(args.image, binds), "-m",
-          "legacy_hvd.slurm", "--task", args.module, *trainer_args]
+          "legacy_hvd.launch.slurm_task", args.module, *trainer_args]
   mark = run_outcome.results_mark(directory)
   code, lines = run_outcome.run_reading(
       argv, lambda srun: setattr(received, "srun", srun), env=task_env)
@@ -387,12 +314,12 @@ def job_state(job):
 
 
 def preflight(hosts, trainer_args, interface, env):
-  """legacy_hvd.preflight on the allocation's hosts; ends the job if any
+  """legacy_hvd.launch.preflight on the allocation's hosts; ends the job if any
   check fails (its lines say which)."""
   values = absl_flags.FlagValues()
   absl_flags.DEFINE_string("data_dir", None, "", flag_values=values)
   values(["trainer"] + list(trainer_args), known_only=True)
-  argv = [sys.executable, "-m", "legacy_hvd.preflight", "-H", hosts,
+  argv = [sys.executable, "-m", "legacy_hvd.launch.preflight", "-H", hosts,
           "--model_dir=" + output_flags.model_dir_of(trainer_args)]
   if values.data_dir:
     argv.append("--data_dir=" + values.data_dir)
@@ -403,50 +330,10 @@ def preflight(hosts, trainer_args, interface, env):
                         "above); the job was not started".format(hosts))
 
 
-# -- each task's side ----------------------------------------------------------
-def exec_task(module, trainer_args, env):
-  """In an srun task: become rank SLURM_PROCID of the plan, running
-  `python -m module trainer_args`."""
-  rank = int(env["SLURM_PROCID"])
-  slot = slots(env[PLAN])[rank]
-  node = env.get("SLURMD_NODENAME", socket.gethostname())
-  if slot.hostname != node:
-    raise cli.UserError(
-        "rank {} runs on {}, but the plan puts it on {}: run the ranks with "
-        "srun's block distribution (the default)".format(rank, node,
-                                                         slot.hostname))
-  # Horovod: the variables horovodrun gives each rank of its slot.
-  env = dict(env, HOROVOD_HOSTNAME=slot.hostname,
-             HOROVOD_RANK=str(slot.rank), HOROVOD_SIZE=str(slot.size),
-             HOROVOD_LOCAL_RANK=str(slot.local_rank),
-             HOROVOD_LOCAL_SIZE=str(slot.local_size),
-             HOROVOD_CROSS_RANK=str(slot.cross_rank),
-             HOROVOD_CROSS_SIZE=str(slot.cross_size))
-  if "HOROVOD_GLOO_IFACE" not in env:
-    env["HOROVOD_GLOO_IFACE"] = interface_of(socket.gethostbyname(node))
-  os.execve(sys.executable, [sys.executable, "-m", module, *trainer_args],
-            env)
-
-
-def interface_of(address):
-  """The name of this node's interface holding `address`."""
-  import psutil   # Horovod's launcher needs it too
-  for name, addresses in psutil.net_if_addrs().items():
-    if any(a.family == socket.AF_INET and a.address == address
-           for a in addresses):
-      return name
-  raise cli.UserError(
-      "{} resolves to {}, which no interface of this node holds: its name "
-      "must resolve to its address on the job's network (or pass "
-      "--network_interface)".format(socket.gethostname(), address))
-
-
 def main(argv=None):
   """Launches the job (in the batch script), or execs one rank (--task)."""
   argv = sys.argv[1:] if argv is None else argv
   try:
-    if argv[:1] == ["--task"]:
-      exec_task(argv[1], argv[2:], os.environ)
     args, trainer_args = parse(argv)
     check_trainer_flags(args.module, trainer_args)
     binds = image_binds(args, trainer_args)
