@@ -39,7 +39,7 @@ RESULTS_FILE = "results.json"   # rank 0's, at the end of a run (results.py)
 _LOST = re.compile(r": error: (?:on \S+: )?lost (.*?); the job stops\.")
 _FAILED = re.compile(r": error: (?:on \S+: )?(.*?) \(see its error\); the "
                      r"job stops\.")
-# Items of the lost line (peers.Roster.describe), "; "-separated.
+# Items of the lost line (roster.Roster.describe), "; "-separated.
 _WHOLE_HOST = re.compile(r"^host (\S+) \(ranks? [\d, ]+: (.*)\)$")
 _PART_OF_HOST = re.compile(r"^ranks? [\d, ]+ of \d+ on host (\S+) \((.*)\)$")
 # A rank of a host that is otherwise up, lost this way: its host is left
