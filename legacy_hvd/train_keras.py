@@ -45,6 +45,7 @@ from legacy_hvd.common import compat
 from legacy_hvd.common.config import Config
 from legacy_hvd.common.signals import StopSignals
 from legacy_hvd.model import keras_cnn
+from legacy_hvd.model import keras_compat
 from legacy_hvd.model import schedule
 from legacy_hvd.runtime import devices
 from legacy_hvd.runtime import horovod_collectives
@@ -62,13 +63,13 @@ def main(argv):
   config = dataclasses.replace(Config.from_flags(flags.FLAGS),
                                optimizer_impl="keras")
   stop_signals = StopSignals().install()
-  if compat.keras_version().startswith("3."):
+  if keras_compat.keras_version().startswith("3."):
     # Horovod 0.28.1's DistributedOptimizer needs Keras 2's optimizers
     # (tried on TF 2.16 and 2.18: docs/stacks.md, "TF >= 2.16").
-    cli.fail(f"Keras {compat.keras_version()} behind tf.keras: Horovod "
+    cli.fail(f"Keras {keras_compat.keras_version()} behind tf.keras: Horovod "
              "0.28.1's Keras integration needs Keras 2: pip install "
-             f"--no-deps '{compat.TF_KERAS_REQUIREMENT}' (this module then "
-             "sets TF_USE_LEGACY_KERAS=1; leave it unset or 1), or use "
+             f"--no-deps '{keras_compat.TF_KERAS_REQUIREMENT}' (this module "
+             "then sets TF_USE_LEGACY_KERAS=1; leave it unset or 1), or use "
              "legacy_hvd.train_tf2")
   data, own_threads = startup.before_horovod(config)
   # Horovod: initialize Horovod, once the inputs are known to be usable.
@@ -114,12 +115,12 @@ def train(config, data, ranks, runtime):
   optimizer.learning_rate = learning_rate
   net.compile(optimizer=optimizer, loss=keras_cnn.loss,
               metrics=keras_cnn.batch_metrics(),
-              **compat.KERAS_COMPILE_OPTIONS)
+              **keras_compat.KERAS_COMPILE_OPTIONS)
 
   step = optimizer.iterations
   # Every rank holds the optimizer's state in the same order before rank 0
   # restores into it (and before the broadcasts pair it up by position).
-  compat.create_keras_optimizer_slots(optimizer, list(params.values()))
+  keras_compat.create_keras_optimizer_slots(optimizer, list(params.values()))
   # Horovod: only rank 0 writes checkpoints (the others would write over its
   # files); it resumes from its newest, the others from its values.
   checkpoints = (eager_job.resume_checkpoints(
@@ -144,12 +145,12 @@ def train(config, data, ranks, runtime):
       # everywhere again (Horovod's callback, as users write it; on TF 1.15,
       # where it calls Variable.ref(), callbacks' stand-in does the same).
       (hvd_keras.callbacks.BroadcastGlobalVariablesCallback(0)
-       if compat.VARIABLE_REF
+       if keras_compat.VARIABLE_REF
        else keras_callbacks.BroadcastGlobalVariablesCallback(0)),
       # Horovod: epoch-end metrics averaged over ranks, before TensorBoard
       # (and any other callback) reads them (given tf.keras's backend: on
       # TF >= 2.16 Horovod's is Keras 3's).
-      compat.with_tf_keras_backend(
+      keras_compat.with_tf_keras_backend(
           hvd_keras.callbacks.MetricAverageCallback()),
       # The runtime's, after each step: progress and the step log, the stop
       # agreement, the held-out evaluation when due.

@@ -50,8 +50,8 @@ import tensorflow.compat.v1 as tf
 
 from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import cli
-from legacy_hvd.common import compat
 from legacy_hvd.model import cnn
+from legacy_hvd.model import keras_compat
 from legacy_hvd.runtime import devices
 
 TF1, TF2 = "tf1", "tf2"   # the two checkpoint formats a trainer writes
@@ -318,10 +318,10 @@ def _slot_of(optimizer, flavour, variable, slot, variables):
       optimizer._create_slots(variables)  # pylint: disable=protected-access
     return optimizer.get_slot(variable, slot)
   if flavour == "keras-v2":
-    compat.create_keras_optimizer_slots(optimizer, variables)
+    keras_compat.create_keras_optimizer_slots(optimizer, variables)
     return optimizer.get_slot(variable, slot)
   optimizer.build(variables)
-  index = compat.keras_slot_index(optimizer, variable)
+  index = keras_compat.keras_slot_index(optimizer, variable)
   if slot == "momentum":
     return optimizer.momentums[index]
   return (optimizer._momentums if slot == "m"  # pylint: disable=protected-access

@@ -24,9 +24,9 @@ import re
 from absl import logging
 import tensorflow.compat.v1 as tf
 
+from legacy_hvd.checkpoints import state_proto
 from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
-from legacy_hvd.common import compat
 from legacy_hvd.common import json_files
 
 # What TensorFlow's checkpoint reader raises for a damaged, short or missing
@@ -121,7 +121,7 @@ def write_state(model_dir, paths):
   relative to model_dir, written atomically."""
   json_files.write_text(
       os.path.join(model_dir, checkpoint_state.STATE_FILE),
-      compat.checkpoint_state_text(
+      state_proto.checkpoint_state_text(
           [os.path.relpath(path, model_dir) for path in paths]))
 
 
@@ -238,8 +238,8 @@ def _read_state(model_dir):
   if not raw.strip():
     return None, "empty"
   try:
-    state = compat.parse_checkpoint_state(raw.decode("utf-8"))
-  except (UnicodeDecodeError, compat.CheckpointStateError) as e:
+    state = state_proto.parse_checkpoint_state(raw.decode("utf-8"))
+  except (UnicodeDecodeError, state_proto.CheckpointStateError) as e:
     return None, f"unparseable ({first_line(e)})"
   if not state.model_checkpoint_path:
     return None, "naming no checkpoint"

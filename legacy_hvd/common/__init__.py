@@ -3,8 +3,8 @@ through compat.
 
   cli               flag parsing and one-line errors, for every entry point
   config            the run's settings as one frozen value, made once
-  compat            the one place that knows how TF 1.15 / TF 2 and Python
-                    3.7 differ
+  compat            the one place that knows how the TensorFlow and Python
+                    versions differ
   paths             the nearest existing part of a path the user gave
   signals           SIGTERM and SIGINT as a request to stop cleanly
   progress          progress bookkeeping and the step log

@@ -16,8 +16,8 @@ import tempfile
 import urllib.error
 import urllib.request
 
-from legacy_hvd.common import compat
 from legacy_hvd.data import cifar10
+from legacy_hvd.data import tar_extraction
 
 # The archive Keras downloads, and the md5 its publisher lists for it.
 DEFAULT_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -80,5 +80,5 @@ def _extract(archive, work):
       raise cifar10.DataError(f"{archive}: expected one top directory, "
                               f"{cifar10.BIN_DIR} or {cifar10.PY_DIR}")
     # Refuses absolute paths, links out and device files.
-    compat.extract_tar(tar, target)
+    tar_extraction.extract_tar(tar, target)
   return os.path.join(target, members[0].name.split("/")[0])

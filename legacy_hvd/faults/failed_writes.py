@@ -17,7 +17,7 @@ a checkpoint newer than the one named, our `.tmp-<pid>` files) is removed,
 or, on a file system that no longer takes changes, removed by the next
 start, which says so. `tell_others()` is the lost-host watch's
 mark_failed: the other ranks name this one and exit instead of waiting in
-a collective (peers.py). Standard library only; Python 3.7-compatible.
+a collective (loss_watch.py). Standard library only; Python 3.7-compatible.
 """
 import contextlib
 import errno

@@ -2,7 +2,7 @@
 stuck.
 
     python -m legacy_hvd.faults.stuck_rank_killer RANK_PID ALIVE_FD LISTEN_FD < TOKEN
-    # started by peers.Roster.listen(); never by hand
+    # started by keepers.start(); never by hand
 
 A rank that is stopped (SIGSTOP), or wedged in the kernel, runs no code of
 its own, so nothing inside it can end it; and on another host than the

@@ -42,7 +42,7 @@ _LOST = re.compile(r": (?:error: )?(?:on \S+: )?lost (.*?); (?:the job|this "
                    r"run) stops\.")
 _FAILED = re.compile(r": (?:error: )?(?:on \S+: )?(.*?) \(see its error\); "
                      r"(?:the job|this run) stops\.")
-# Items of the lost line (peers.Roster.describe), "; "-separated.
+# Items of the lost line (roster.Roster.describe), "; "-separated.
 _WHOLE_HOST = re.compile(r"^host (\S+) \(ranks? [\d, ]+: (.*)\)$")
 _PART_OF_HOST = re.compile(r"^ranks? [\d, ]+ of \d+ on host (\S+) \((.*)\)$")
 # A rank of a host that is otherwise up, lost this way: its host is left

@@ -15,9 +15,9 @@ import types
 
 import tensorflow.compat.v2 as tf
 
-from legacy_hvd.common import compat
 from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
+from legacy_hvd.model import keras_compat
 from legacy_hvd.model import optimizers
 from legacy_hvd.model import schedule
 
@@ -111,15 +111,16 @@ class LearningRate(tf.keras.optimizers.schedules.LearningRateSchedule):
 
 
 def make_optimizer(name, adam_epsilon=None):
-  """The Keras optimizer Horovod 0.28.1 wraps (compat.keras_optimizers), made
-  to check the gradients it applies (finite_gradients.checked): under Horovod's
-  DistributedOptimizer those are the averaged ones, the same on every rank.
+  """The Keras optimizer Horovod 0.28.1 wraps
+  (keras_compat.keras_optimizers), made to check the gradients it applies
+  (finite_gradients.checked): under Horovod's DistributedOptimizer those are
+  the averaged ones, the same on every rank.
 
   Its learning rate is set once it is wrapped (`optimizer.learning_rate =
   LearningRate(...)`): Horovod rebuilds the optimizer from its config, in
   which a schedule class of ours would not be found.
   """
-  keras_optimizers = compat.keras_optimizers()
+  keras_optimizers = keras_compat.keras_optimizers()
   checked_classes = types.SimpleNamespace(
       Adam=_checked(keras_optimizers.Adam), SGD=_checked(keras_optimizers.SGD))
   return optimizers.keras(name, adam_epsilon=adam_epsilon,

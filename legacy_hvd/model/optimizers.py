@@ -4,7 +4,8 @@
                                    # usable eagerly by the TF2 path
     keras("adam", learning_rate)   # what a TF2 user would pick
     keras("adam", learning_rate, adam_epsilon=1e-8)   # Keras made to match v1
-    keras("adam", classes=compat.keras_optimizers())  # what Horovod's Keras wraps
+    keras("adam", classes=keras_compat.keras_optimizers())
+                                   # what Horovod's Keras wraps
     variables(optimizer)           # its slots and counters, either kind
 
 They differ in ways that matter when porting (docs/tf1-vs-tf2.md): Keras

@@ -24,7 +24,7 @@ passes its ranks.
 from absl import logging
 import tensorflow as tf
 
-from legacy_hvd.faults import peers
+from legacy_hvd.faults import roster
 from legacy_hvd.runtime import placement
 
 _session_config = None   # the process's, once place_graph_rank made it
@@ -79,5 +79,5 @@ def _place(config, ranks, own_threads):
 def _log_start_line(placed, ranks, visible_device_list):
   logging.info("%s", placement.describe(
       placed, ranks.rank, ranks.local_rank, ranks.local_size,
-      host=peers.host_name(), cross_rank=ranks.cross_rank,
+      host=roster.host_name(), cross_rank=ranks.cross_rank,
       cross_size=ranks.cross_size, visible_device_list=visible_device_list))

@@ -93,7 +93,7 @@ class Runtime:
     self._data = data
     self._ranks = ranks
     self._stop_signals = stop_signals
-    self._watch = watch   # peers.LossWatch
+    self._watch = watch   # loss_watch.LossWatch
     self._collectives = collectives
 
   def ending_on_write_failure(self):

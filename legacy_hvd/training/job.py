@@ -30,7 +30,7 @@ from legacy_hvd.common import results
 from legacy_hvd.common.progress import Progress
 from legacy_hvd.common.progress import StepLog
 from legacy_hvd.data import pipeline
-from legacy_hvd.faults import peers
+from legacy_hvd.faults.roster import Roster
 from legacy_hvd.model import schedule
 from legacy_hvd.runtime import world
 from legacy_hvd.training import job_faults
@@ -96,12 +96,12 @@ def progress_and_step_log(config, plan, ranks):
 
 
 def gather_roster(rank, allgather_rows):
-  """Every rank's host and probe port (a peers.Roster), by one allgather.
+  """Every rank's host and probe port (a roster.Roster), by one allgather.
 
   allgather_rows(uint8 [ROW_BYTES] numpy) -> uint8 [size, ROW_BYTES]:
   Horovod's allgather, run in a session or eagerly by the trainer.
   """
-  roster = peers.Roster.listen(rank)
+  roster = Roster.listen(rank)
   # Horovod: every rank learns where every other rank runs.
   return roster.gather(allgather_rows)
 

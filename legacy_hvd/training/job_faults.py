@@ -12,7 +12,7 @@ same step (runtime/stop_agreement.py) and rank 0 checkpoints there; NaN
 or Inf averaged gradients (finite_gradients.checked) stop every rank before they
 are applied, in one line naming the step; rank 0 checks the model directory
 and falls back from a damaged checkpoint before any rank trains; a failed
-collective names the lost host (peers.py); a write that fails in the model
+collective names the lost host (loss_watch.py); a write that fails in the model
 directory (a full disk, a read-only remount) ends the job in one line
 naming the file and the cause, nothing half-written left
 (failed_writes.py). The TF1 jobs' hooks and session
@@ -30,7 +30,8 @@ from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
 from legacy_hvd.common import signals
 from legacy_hvd.faults import failed_writes
-from legacy_hvd.faults import peers
+from legacy_hvd.faults import loss_watch
+from legacy_hvd.faults import probes
 from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.runtime import startup
@@ -77,7 +78,7 @@ def fail_diverged(progress):
 
 def end_on_error(error, progress, size, watch):
   """After a failed step: the divergence line, or the lost host's line
-  (peers.LossWatch ends the rank), else re-raises `error`."""
+  (loss_watch.LossWatch ends the rank), else re-raises `error`."""
   if finite_gradients.is_non_finite_gradient(error):
     fail_diverged(progress)
   # Horovod: a failed collective ends every rank; if a host was lost, the
@@ -96,8 +97,8 @@ def end_on_failed_step(progress, size, watch):
 
 
 def watch_lost_hosts(roster, rank, size, model_dir):
-  """Starts peers.LossWatch over the gathered `roster` (np > 1)."""
-  watch = peers.LossWatch(
+  """Starts loss_watch.LossWatch over the gathered `roster` (np > 1)."""
+  watch = loss_watch.LossWatch(
       roster, lambda lost: report_lost_peers(roster, lost, rank, model_dir),
       cli.LOST_PEER, cli.REPORTER_HEAD_START, stand_down=cli.exiting)
   if size > 1:
@@ -123,7 +124,7 @@ def report_lost_peers(roster, lost, rank, model_dir):
     saved = (f"rank 0's last checkpoint is in {model_dir} on "
              f"{roster.ranks[0][0]}")
   decider = os.environ.get(cli.DECIDER)
-  if set(lost.values()) == {peers.FAILED}:   # an error, not a lost host
+  if set(lost.values()) == {probes.FAILED}:   # an error, not a lost host
     line = f"{roster.describe(lost)} (see its error); "
   else:
     line = f"lost {roster.describe(lost)}; "
@@ -131,7 +132,7 @@ def report_lost_peers(roster, lost, rank, model_dir):
     # One failure, one verdict: the launcher's, which knows what follows.
     line += f"this run stops. {saved}; {decider} decides what follows"
     print(cli.report_line(line), file=sys.stderr, flush=True)
-  elif set(lost.values()) == {peers.FAILED}:
+  elif set(lost.values()) == {probes.FAILED}:
     print(cli.error_line(f"{line}the job stops. {saved}"), file=sys.stderr,
           flush=True)
   else:

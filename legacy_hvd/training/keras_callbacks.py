@@ -121,7 +121,7 @@ class ExitOnStopCallback(tf.keras.callbacks.Callback):
 class BroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
   """Horovod's BroadcastGlobalVariablesCallback where Horovod's own fails:
   on TF 1.15 with v2 behaviour it calls Variable.ref(), a TF 2 method
-  (compat.VARIABLE_REF). The same broadcast at the same point: after the
+  (keras_compat.VARIABLE_REF). The same broadcast at the same point: after the
   first batch, the model's and then the optimizer's variables."""
 
   def __init__(self, root_rank):

@@ -212,5 +212,5 @@ def test_bad_input_is_one_line_and_nothing_starts(args, expected):
     ("rank 0 on host lh1 failed", {}),
 ])
 def test_the_hosts_a_relaunch_leaves_out(describe, dropped):
-  # (The lost lines of docs/faults.md, as peers.Roster.describe words them.)
+  # (The lost lines of docs/faults.md, as roster.Roster.describe words them.)
   assert run_outcome.lost_hosts(describe) == dropped

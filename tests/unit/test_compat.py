@@ -1,4 +1,5 @@
-"""legacy_hvd.common.compat: each stand-in for a newer API does what that API does.
+"""legacy_hvd.common.compat and data.tar_extraction: each stand-in for a newer
+API does what that API does.
 
 On TF 2 the TF 1.15 fallbacks are checked bit for bit against TF's own ops;
 on TF 1.15 (which lacks those ops) tests/jobs/test_cross_stack.py checks that
@@ -14,6 +15,7 @@ import pytest
 import tensorflow.compat.v2 as tf
 
 from legacy_hvd.common import compat
+from legacy_hvd.data import tar_extraction
 
 SEEDS = [[5000 + i, 17 * i] for i in range(64)]
 
@@ -69,8 +71,8 @@ def archive(*members):
   return tarfile.open(fileobj=buffer)
 
 
-@pytest.mark.parametrize("extract", [compat.extract_tar,
-                                     compat.extract_checked])
+@pytest.mark.parametrize("extract", [tar_extraction.extract_tar,
+                                     tar_extraction.extract_checked])
 def test_extraction_refuses_what_lands_outside(tmp_path, extract):
   with archive(("layout/a.bin", tarfile.REGTYPE, "")) as tar:
     extract(tar, str(tmp_path / "ok"))

@@ -203,9 +203,16 @@ def public_names(path):
   return {n for n in names if not n.startswith("_")}
 
 
-def test_compat_index_names_every_helper_and_only_those():
-  path = os.path.join(PACKAGE, "common", "compat.py")
-  assert docstring_names(path, "compat") == public_names(path)
+# The modules that answer "how do I do X on this stack", each indexing its
+# helpers in its docstring as `module.name`.
+COMPAT_MODULES = ("common.compat", "model.keras_compat", "data.tar_extraction",
+                  "checkpoints.state_proto")
+
+
+@pytest.mark.parametrize("module", COMPAT_MODULES)
+def test_compat_index_names_every_helper_and_only_those(module):
+  path = os.path.join(PACKAGE, *module.split(".")) + ".py"
+  assert docstring_names(path, module.split(".")[-1]) == public_names(path)
 
 
 def test_data_index_names_every_module_and_what_exists():

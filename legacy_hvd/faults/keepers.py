@@ -1,0 +1,60 @@
+"""Each rank's keeper (stuck_rank_killer.py), from the ranks' side: started
+beside this rank, and asked by the reporting survivor to end a stuck one.
+
+A stuck rank cannot end itself, and on another host than the launcher
+nothing else will (horovodrun ends a remote rank's ssh, not the rank): its
+keeper kills it when asked with its token, which only the job's ranks
+learn (in the roster's gather), so nothing of the job stays on its host.
+"""
+import os
+import secrets
+import socket
+import subprocess
+import sys
+
+from legacy_hvd.faults import probes
+from legacy_hvd.faults import stuck_rank_killer
+
+# This process's keeper and the write end of its pipe, held for the
+# process's lifetime (the pipe's end-of-file tells the keeper it ended).
+_keepers = []
+
+
+def start(address):
+  """Starts this rank's keeper, listening on a port of `address`; returns
+  (its port, token)."""
+  listener = probes.listening_socket(address)
+  alive_read, alive_write = os.pipe()   # the rank keeps the write end
+  token = secrets.token_hex(16)
+  process = subprocess.Popen(
+      [sys.executable, "-m", "legacy_hvd.faults.stuck_rank_killer",
+       str(os.getpid()), str(alive_read), str(listener.fileno())],
+      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+      pass_fds=(alive_read, listener.fileno()))
+  process.stdin.write(token.encode() + b"\n")
+  process.stdin.close()
+  os.close(alive_read)
+  port = listener.getsockname()[1]
+  listener.close()
+  _keepers.append((process, alive_write))
+  return port, token
+
+
+def end_stuck(ranks, lost):
+  """Asks the keeper of every rank in `lost` that is STOPPED to kill it
+  (a stopped process cannot end itself); the ranks it could not reach.
+  ranks: the roster's Peers, indexed by rank."""
+  missed = []
+  for rank in sorted(r for r, state in lost.items()
+                     if state == probes.STOPPED):
+    peer = ranks[rank]
+    try:
+      with socket.create_connection((peer.address, peer.keeper_port),
+                                    timeout=probes.PROBE_SECONDS) as connection:
+        connection.sendall(stuck_rank_killer.END + peer.token.encode())
+        connection.settimeout(probes.PROBE_SECONDS)
+        if connection.recv(1) != stuck_rank_killer.ENDED:
+          missed.append(rank)
+    except OSError:
+      missed.append(rank)
+  return missed

@@ -1,0 +1,146 @@
+"""Where every rank of the job runs, how to reach it, and which ranks are
+lost, in the words of the one error line that names them.
+
+Every rank opens its probe port (answer_server.py) and starts its keeper
+(keepers.py); one allgather of a few bytes per rank then tells every rank
+where all the others run. `allgather_rows` is given by the entry point (this
+module does not import Horovod). After a failed collective a survivor
+probes the others (probes.py) and names a whole host lost, part of one (a
+stuck rank, or one that died of the loss), or a rank that an error ended.
+"""
+import collections
+import concurrent.futures
+import json
+import socket
+import time
+
+import numpy as np
+
+from legacy_hvd.faults import answer_server
+from legacy_hvd.faults import keepers
+from legacy_hvd.faults import probes
+
+ROW_BYTES = 256         # one rank's JSON record, zero-padded
+# What the one line says of ranks lost each way (one rank, several).
+STATE_WORDS = {
+    probes.GONE: ("process ended", "processes ended"),
+    probes.UNREACHABLE: ("host unreachable", "host unreachable"),
+    probes.STOPPED: ("not answering: stopped or stuck",
+                     "not answering: stopped or stuck"),
+}
+
+# Where a rank runs and how to reach it and its keeper.
+Peer = collections.namedtuple(
+    "Peer", ["host", "address", "port", "keeper_port", "token"])
+
+
+def host_name():
+  """This machine's hostname: what the start line and errors call it."""
+  return socket.gethostname()
+
+
+class Roster:
+  """This rank, its probe port and keeper, and once gathered every rank's
+  Peer."""
+
+  def __init__(self, rank, server, address, keeper):
+    self.rank = rank
+    self.server = server     # this rank's answer_server.AnswerServer
+    self._address = address
+    self._keeper = keeper    # (keeper port, token)
+    self.ranks = []      # [Peer] indexed by rank
+
+  @classmethod
+  def listen(cls, rank):
+    """Opens this rank's port on the address its hostname resolves to (the
+    address Horovod's Gloo uses too; without one, on loopback), answers
+    probes there from a thread, and starts the rank's keeper."""
+    try:
+      address = socket.gethostbyname(host_name())
+    except OSError:
+      address = "127.0.0.1"
+    server = answer_server.AnswerServer(probes.listening_socket(address))
+    roster = cls(rank, server, address, keepers.start(address))
+    server.start()
+    return roster
+
+  def peer(self):
+    """This rank's Peer: where it runs, its port and its keeper's."""
+    return Peer(host_name(), self._address, self.server.port, *self._keeper)
+
+  def record(self):
+    """This rank's row: uint8 [ROW_BYTES], JSON of its Peer."""
+    text = json.dumps(list(self.peer())).encode()
+    row = np.zeros([ROW_BYTES], np.uint8)
+    row[:len(text)] = np.frombuffer(text, np.uint8)
+    return row
+
+  def gather(self, allgather_rows):
+    """allgather_rows(row uint8 [ROW_BYTES]) -> uint8 [size, ROW_BYTES]."""
+    rows = allgather_rows(self.record())
+    self.ranks = [Peer(*json.loads(bytes(row).rstrip(b"\0").decode()))
+                  for row in rows]
+    return self
+
+  def hosts(self):
+    """{host: [ranks]} in rank order."""
+    found = {}
+    for rank, peer in enumerate(self.ranks):
+      found.setdefault(peer.host, []).append(rank)
+    return found
+
+  def lost(self):
+    """{rank: GONE, UNREACHABLE, STOPPED or FAILED} for every other rank
+    that does not answer (FAILED: it said so, whether it has ended yet
+    or not)."""
+    others = [r for r in range(len(self.ranks)) if r != self.rank]
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(others))) as pool:
+      states = list(pool.map(
+          lambda r: probes.probe(self.ranks[r].address, self.ranks[r].port),
+          others))
+    return {r: probes.FAILED if r in self.server.failed_ranks else state
+            for r, state in zip(others, states) if state}
+
+  def wait_others_gone(self, seconds):
+    """Returns once every other rank's process has ended (its probe port
+    refuses), or after `seconds`. One probe at a time: this runs at exit
+    too (atexit), where no new thread may start."""
+    deadline = time.monotonic() + seconds
+    left = [r for r in range(len(self.ranks)) if r != self.rank]
+    while left and time.monotonic() < deadline:
+      left = [r for r in left if probes.probe(
+          self.ranks[r].address, self.ranks[r].port) != probes.GONE]
+      if left:
+        time.sleep(0.1)
+
+  def first_alive(self, lost):
+    """The lowest rank not in `lost`: the one survivor that reports."""
+    return min(r for r in range(len(self.ranks)) if r not in lost)
+
+  def describe(self, lost):
+    """'host lh2 (ranks 2, 3: processes ended)' for each host whose ranks
+    are all lost, then 'rank 1 of 2 on host lh1 (...)' for a part of a
+    host (a stuck rank, or one that died of the loss: its host is still
+    up), then 'rank 0 on host lh1 failed' for each rank that an error
+    ended (its host is not lost)."""
+    whole, part = [], []
+    for host, ranks in self.hosts().items():
+      gone = [r for r in ranks if r in lost and lost[r] != probes.FAILED]
+      if not gone:
+        continue
+      states = sorted({lost[r] for r in gone})
+      what = " or ".join(STATE_WORDS[state][len(gone) > 1]
+                         for state in states)
+      listed = "rank{} {}".format("s" if len(gone) > 1 else "",
+                                  ", ".join(map(str, gone)))
+      if len(gone) == len(ranks):
+        whole.append("host {} ({}: {})".format(host, listed, what))
+      else:
+        part.append("{} of {} on host {} ({})".format(listed, len(ranks),
+                                                      host, what))
+    failed = ["rank {} on host {} failed".format(r, self.ranks[r].host)
+              for r in sorted(lost) if lost[r] == probes.FAILED]
+    return "; ".join(whole + part + failed)
+
+  def close(self):
+    self.server.close()
