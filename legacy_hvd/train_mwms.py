@@ -227,33 +227,11 @@ def train(config, data, ranks, runtime, strategy, collectives):
           config, data.train_images, data.train_labels,
           context.num_input_pipelines, context.input_pipeline_id,
           start * config.batch_size))
-  report = runtime.reporting(lambda images: cnn.forward(images, params),
-                             params)
-  report.begin(start)
-  stopped = False
-  batches = iter(dataset)
-  for _ in range(max(0, plan.max_steps - start)):
-    # A failed collective shows where its result is read, and the
-    # distributed input's next batch is one too (do all workers have one?).
-    with runtime.ending_failed_steps(report.progress):
-      images, labels = next(batches)
-      loss, accuracy, rate, any_stop = train_step(
-          images, labels, runtime.stop_requested())
-      stopped = any_stop.numpy() > 0
-      current = int(step.numpy())
-      values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
-                "learning_rate": rate.numpy()}
-    report.after_step(current, values)
-    if checkpoints:
-      checkpoints.save_every(current, config.save_checkpoints_steps)
-    if stopped:
-      break
-    report.evaluate_if_due(current)
-  report.close()
-  if checkpoints:
-    checkpoints.save_at_end(int(step.numpy()))
-  runtime.exit_on_stop(stopped)
-  return report.final_summary()
+  # (No first step's broadcast: every worker took the chief's state above.)
+  return runtime.steps(
+      lambda images, labels, first_step, stop_requested: train_step(
+          images, labels, stop_requested),
+      dataset, step, params, checkpoints)
 
 
 

@@ -130,37 +130,12 @@ def train(config, data, ranks, runtime):
     # (a one-float allreduce that overlaps the step's compute).
     return loss, accuracy, rate, runtime.agree_to_stop(stop_requested)
 
-  start = int(step.numpy())
   # Horovod: each rank reads its own shard of the training set.
   dataset = job.batches(config, data.train_images, data.train_labels,
-                        ranks.size, ranks.rank, start * config.batch_size)
-  report = runtime.reporting(lambda images: cnn.forward(images, params),
-                             params)
-  report.begin(start)
-  stopped = False
-  # Every rank runs the same number of steps: they share `step`. The
-  # iterator is held open past the loop (runtime.exit_on_stop says why).
-  batches = iter(dataset.take(max(0, plan.max_steps - start)))
-  for batch, (images, labels) in enumerate(batches):
-    with runtime.ending_failed_steps(report.progress):
-      loss, accuracy, rate, any_stop = train_step(
-          images, labels, batch == 0, runtime.stop_requested())
-    stopped = any_stop.numpy() > 0
-    current = int(step.numpy())
-    report.after_step(current, {"loss": loss.numpy(),
-                                "accuracy": accuracy.numpy(),
-                                "learning_rate": rate.numpy()})
-    if checkpoints:
-      checkpoints.save_every(current, config.save_checkpoints_steps)
-    if stopped:
-      break
-    report.evaluate_if_due(current)
-  report.close()
-  if checkpoints:
-    checkpoints.save_at_end(int(step.numpy()))
-  # After a stop, every rank exits here (rank 0 has saved).
-  runtime.exit_on_stop(stopped)
-  return report.final_summary()
+                        ranks.size, ranks.rank,
+                        int(step.numpy()) * config.batch_size)
+  # Every rank runs the same number of steps: they share `step`.
+  return runtime.steps(train_step, dataset, step, params, checkpoints)
 
 
 

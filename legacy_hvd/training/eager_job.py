@@ -1,38 +1,14 @@
 """What the eager TF2 trainers share: the runtime around their steps.
 
-    hvd.init(); ranks = world.Ranks.of(hvd)   # the trainer pins its GPU
-    devices.place_eager_rank(config, ranks, own_threads)   # and its cores
-    runtime = start(config, data, ranks, stop_signals, "TF2 loop",
-                    horovod_collectives.Collectives())   # or the strategy's
-    with runtime.ending_on_write_failure():
-      ... train: runtime.plan, the model, the optimizer, then ...
-      checkpoints = resume_checkpoints(config.model_dir, step, optimizer,
-                                       params, rate_of)   # rank 0 only
-      report = runtime.reporting(forward, params)
-      report.begin(step)
-      with runtime.ending_failed_steps(report.progress): ... a step ...
-      any_stop = runtime.agree_to_stop(runtime.stop_requested())
-      report.after_step(step, values); report.evaluate_if_due(step)
-      checkpoints.save_every(step, config.save_checkpoints_steps)
-      report.close(); checkpoints.save_at_end(step)
-      runtime.exit_on_stop(any_stop)     # a stop ends the process here
-      summary = report.final_summary()   # every rank: test set, digests
-      runtime.finish(summary, "tf2")
-
-legacy_hvd.train_tf2 (the tf.function loop) and legacy_hvd.train_keras
-(Keras fit) show every Horovod touch point in their own text, and
-legacy_hvd.train_mwms every tf.distribute one; they build their models and
-steps differently and meet here for what the runtime adds, which
-legacy_hvd.train does in a graph: rank 0's model-directory check, the
-lost-host watch, the world line (start); the stop agreement and the end of
-a failed step (Runtime); progress, the step log, TensorBoard's
-scalars, the periodic and the final evaluation and the check that every
-rank ended with the same weights (Reporting); TF2 object checkpoints with
-the same keys for all three, so each resumes the others', and another
-trainer's converted first (Checkpoints). Every collective between the steps
-goes through the trainer's `collectives`: Horovod's
-(runtime/horovod_collectives.py) or the strategy's
-(runtime/strategy_collectives.py); this module never imports Horovod.
+train_tf2 (the tf.function loop), train_keras (Keras fit) and train_mwms
+(tf.distribute) show their touch points in their own text and meet here for
+what legacy_hvd.train's graph runtime adds: rank 0's model-directory check,
+the lost-host watch and the world line (start); the loop's bookkeeping in
+its one order (Runtime.steps; Keras: its callbacks); progress, the step log,
+the evaluations and the weights' check (Reporting); TF2 object checkpoints
+with the same keys for all three (Checkpoints). Every collective between the
+steps goes through the trainer's `collectives`, Horovod's or the
+strategy's: this module never imports Horovod.
 """
 import atexit
 import contextlib
@@ -148,6 +124,49 @@ class Runtime:
             if self._ranks.size > 1 else None)
     job.finish(summary, self._stop_signals, self._config, self._data,
                self._ranks.rank, path_name, wait)
+
+  def steps(self, train_step, dataset, step, params, checkpoints):
+    """Runs the trainer's `train_step` from `step` to the plan's last step,
+    with the runtime's bookkeeping in its one order (a failed step's end,
+    progress, rank 0's saves, the stop, the periodic evaluation); returns
+    the summary dict (every rank). A stop ends the process instead, once
+    rank 0 has saved where every rank stopped.
+
+    train_step(images, labels, first_step, stop_requested) -> (loss,
+    accuracy, learning rate, any_stop), any_stop > 0 on every rank once one
+    asked to stop (agree_to_stop); dataset: this rank's endless batches;
+    step: the global step variable; checkpoints: rank 0's, else None.
+    """
+    report = self.reporting(lambda images: cnn.forward(images, params),
+                            params)
+    start = int(step.numpy())
+    report.begin(start)
+    stopped = False
+    # Held open past the loop (exit_on_stop says why).
+    batches = iter(dataset)
+    for index in range(max(0, self.plan.max_steps - start)):
+      # A failed collective shows where its result is read, and a
+      # distributed input's next batch is one too (do all workers have one?).
+      with self.ending_failed_steps(report.progress):
+        images, labels = next(batches)
+        loss, accuracy, rate, any_stop = train_step(
+            images, labels, index == 0, self.stop_requested())
+        stopped = any_stop.numpy() > 0
+        current = int(step.numpy())
+        values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
+                  "learning_rate": rate.numpy()}
+      report.after_step(current, values)
+      if checkpoints:
+        checkpoints.save_every(current, self._config.save_checkpoints_steps)
+      if stopped:
+        break
+      report.evaluate_if_due(current)
+    report.close()
+    if checkpoints:
+      checkpoints.save_at_end(int(step.numpy()))
+    # After a stop, every rank exits here (rank 0 has saved).
+    self.exit_on_stop(stopped)
+    return report.final_summary()
 
   def reporting(self, forward, params):
     """The Reporting of this run's steps (opens rank 0's step log)."""
