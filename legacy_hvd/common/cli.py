@@ -79,8 +79,7 @@ def tf_config_workers():
 
 def workers_place(workers, index):
   """horovodrun's (rank, size, local_rank, local_size, cross_rank, cross_size)
-  for worker `index` of `workers` ("host:port" or "host" each).
-  """
+  for worker `index` of `workers` ("host:port" or "host" each)."""
   hosts = [worker.rsplit(":", 1)[0] for worker in workers]
   here = [i for i, host in enumerate(hosts) if host == hosts[index]]
   local_rank = here.index(index)
@@ -167,8 +166,7 @@ def parse_flags(argv, positional_args=False):
 
 def quiet_tensorflow():
   """One copy of each log record, without TF1 deprecation notices: TF1 APIs are
-  this project's subject, and their notices would bury the training log.
-  """
+  this project's subject, and their notices would bury the training log."""
   import tensorflow as tf
   from tensorflow.python.util import deprecation
   deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
@@ -179,8 +177,7 @@ def quiet_tensorflow():
 
 def run_launcher(main):
   """app.run(main) for a launcher; main gets the command after `--`. Not run():
-  that quiets TensorFlow, which the launcher side never imports.
-  """
+  that quiets TensorFlow, which the launcher side never imports."""
   app.run(main, flags_parser=lambda argv: parse_flags(
       argv, positional_args=True))
 

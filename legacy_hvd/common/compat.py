@@ -34,9 +34,8 @@ def enable_v2_behavior():
 
 
 def enable_op_determinism():
-  """Deterministic kernels from here on (before any session or op runs); TF 1.15
-  reads TF_DETERMINISTIC_OPS=1 instead of the TF >= 2.8 API.
-  """
+  """Deterministic kernels from here on (before any session or op runs); TF
+  1.15 reads TF_DETERMINISTIC_OPS=1 instead of the TF >= 2.8 API."""
   enable = getattr(tf.config.experimental, "enable_op_determinism", None)
   if enable is not None:
     enable()
@@ -53,9 +52,8 @@ def estimator():
 
 
 def stateless_random_crop(image, size, seed):
-  """A crop of `size` at an offset that is a pure function of `seed` (TF 2's op,
-  else crop_from_uniform_draws: the same draws, the same crops).
-  """
+  """A crop of `size` at an offset that is a pure function of `seed` (TF 2's
+  op, else crop_from_uniform_draws: the same draws, the same crops)."""
   crop = getattr(tf.compat.v2.image, "stateless_random_crop",
                  crop_from_uniform_draws)
   return crop(image, size, seed=seed)
@@ -63,8 +61,7 @@ def stateless_random_crop(image, size, seed):
 
 def stateless_random_flip_left_right(image, seed):
   """image [H, W, C] mirrored or not by a draw from `seed` (TF 2's op, else
-  flip_from_uniform_draw: the same rule).
-  """
+  flip_from_uniform_draw: the same rule)."""
   flip = getattr(tf.compat.v2.image, "stateless_random_flip_left_right",
                  flip_from_uniform_draw)
   return flip(image, seed=seed)
@@ -91,8 +88,7 @@ def flip_from_uniform_draw(image, seed):
 
 def package_version(*names):
   """The version of the first installed distribution of `names`, or None (on
-  Python 3.7 through the importlib_metadata backport).
-  """
+  Python 3.7 through the importlib_metadata backport)."""
   try:
     import importlib.metadata as metadata
   except ImportError:

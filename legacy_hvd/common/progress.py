@@ -81,8 +81,7 @@ def _duration(seconds):
 class StepLog:
   """Appends a JSON line per step ("step", "time", "loss", "learning_rate"[,
   "weight_digest"]) and per held-out evaluation (with "test_loss"); "time" is
-  rank 0's wall clock, which tools/benchmark.py times steps with.
-  """
+  rank 0's wall clock, which tools/benchmark.py times steps with."""
 
   def __init__(self, path):
     if path:

@@ -14,8 +14,7 @@ write_json = json_files.write_json
 
 def write_run_results(summary, config, data_source, path_name):
   """Rank 0: completes and writes results.json; fails (one line, exit 1) if the
-  ranks ended with different weights.
-  """
+  ranks ended with different weights."""
   summary = dict(summary, path=path_name, data_source=data_source,
                  tensorflow_version=compat.package_version(
                      "tensorflow-cpu", "tensorflow"),

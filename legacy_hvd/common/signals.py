@@ -55,7 +55,6 @@ class StopSignals(Recorder):
 
   @staticmethod
   def exit_code(signum):
-    """128 + `signum`, the shell's convention; a rank stopped because the others
-    agreed to (signum 0) exits as if by SIGTERM, the usual stop.
-    """
+    """128 + `signum`, the shell's convention; a rank stopped because the
+    others agreed to (signum 0) exits as if by SIGTERM, the usual stop."""
     return 128 + (signum or signal.SIGTERM)

@@ -135,8 +135,7 @@ def _load_archive(path):
 
 def _assemble(contents, reader, train_names, test_name, source):
   """Parses one file at a time straight into its rows of one array sized from
-  the first file: the data plus one file at the peak, not three copies.
-  """
+  the first file: the data plus one file at the peak, not three copies."""
   images, labels, filled = None, [], 0
   for name in train_names:
     label, read = contents[name]
@@ -162,8 +161,7 @@ def _aligned_empty(count):
   """An uninitialized uint8 [count, 32, 32, 3] array starting on a 64-byte
   boundary: TensorFlow feeds such an array without copying it, while numpy's
   large arrays start 16 bytes past one, and the copy would raise every rank's
-  peak memory by the training set's size (docs/performance.md).
-  """
+  peak memory by the training set's size (docs/performance.md)."""
   size = count * PIXELS
   buffer = np.empty(size + ALIGN_BYTES, np.uint8)
   offset = -buffer.ctypes.data % ALIGN_BYTES
@@ -222,8 +220,7 @@ def _to_hwc(planes):
 
 class _NumpyOnlyUnpickler(pickle.Unpickler):
   """Unpickles CIFAR-10 batches, refusing any global but numpy's array types: a
-  pickle can run arbitrary code when loaded; a data file has no need to.
-  """
+  pickle can run arbitrary code when loaded; a data file has no need to."""
   NUMPY_NAMES = {"_reconstruct", "ndarray", "dtype", "scalar"}
 
   def find_class(self, module, name):

@@ -98,8 +98,7 @@ def _pixelwise(per_channel):
 def _epoch_order(shard, stream, epoch):
   """int64 [shard size]: `shard` permuted by sorting float64 stateless draws,
   keyed by (stream, -1 - epoch), never meeting augmentation's counters (>= 0);
-  float64 keys leave ties at odds of about n^2 / 2^53.
-  """
+  float64 keys leave ties at odds of about n^2 / 2^53."""
   keys = tf.random.stateless_uniform(
       tf.shape(shard), seed=tf.stack([tf.constant(stream, tf.int64),
                                       -1 - epoch]), dtype=tf.float64)

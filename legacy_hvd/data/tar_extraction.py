@@ -9,8 +9,7 @@ import tarfile
 def extract_tar(tar, target):
   """Extracts `tar` under `target`, refusing members outside it, links out and
   devices (TarError): Python's 'data' filter (3.12, 3.8.17+), else
-  extract_checked.
-  """
+  extract_checked."""
   if hasattr(tarfile, "data_filter"):
     tar.extractall(target, filter="data")
   else:

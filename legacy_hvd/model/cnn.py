@@ -26,8 +26,7 @@ PARAM_SHAPES = {
 
 def initial_value(name, seed):
   """Glorot-uniform weights and zero biases, a pure function of (name, seed):
-  float32, shape PARAM_SHAPES[name].
-  """
+  float32, shape PARAM_SHAPES[name]."""
   shape = PARAM_SHAPES[name]
   if name.endswith("biases"):
     return tf.zeros(shape, tf.float32)
@@ -42,8 +41,7 @@ def initial_value(name, seed):
 
 def create_variables(seed):
   """The model's variables in the current graph, by name. seed None: zeros, for
-  graphs filled from a checkpoint (an export then holds no random op).
-  """
+  graphs filled from a checkpoint (an export then holds no random op)."""
   params = {}
   for name, shape in PARAM_SHAPES.items():
     scope, var_name = name.split("/")
@@ -67,8 +65,7 @@ def forward(images, params):
 
 def loss_and_accuracy(logits, labels):
   """Mean softmax cross-entropy (softmax applied here, once) and accuracy:
-  float32 scalars, of logits float32 [N, 10] and labels int32 [N].
-  """
+  float32 scalars, of logits float32 [N, 10] and labels int32 [N]."""
   loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=labels, logits=logits))
   correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)

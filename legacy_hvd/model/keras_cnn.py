@@ -104,11 +104,12 @@ class LearningRate(tf.keras.optimizers.schedules.LearningRateSchedule):
 
 
 def make_optimizer(name, adam_epsilon=None):
-  """The Keras optimizer Horovod 0.28.1 wraps, checking the gradients it applies
-  (under DistributedOptimizer, the averaged ones, the same on every rank).
+  """The Keras optimizer Horovod 0.28.1 wraps, checking the gradients it
+  applies (under DistributedOptimizer, the averaged ones, the same on every
+  rank).
 
-  Set its learning rate once it is wrapped: Horovod rebuilds the optimizer
-  from its config, in which a schedule class of ours would not be found.
+  Set its learning rate once it is wrapped: Horovod rebuilds the optimizer from
+  its config, in which a schedule class of ours would not be found.
   """
   keras_optimizers = keras_compat.keras_optimizers()
   checked_classes = types.SimpleNamespace(

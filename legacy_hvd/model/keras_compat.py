@@ -17,8 +17,7 @@ from legacy_hvd.common import compat
 
 def keras_optimizers():
   """The optimizers Horovod 0.28.1's Keras wraps: `tf.keras.optimizers.legacy`
-  on Keras 2.11+ (the new ones take another gradient path), else the plain.
-  """
+  on Keras 2.11+ (the new ones take another gradient path), else the plain."""
   optimizers = tf.compat.v2.keras.optimizers
   return getattr(optimizers, "legacy", optimizers)
 
@@ -36,8 +35,7 @@ def create_keras_optimizer_slots(optimizer, var_list):
   """Creates a Keras (legacy) optimizer's step, hyper-parameters and slots now,
   as its first apply_gradients would. Restored later, a checkpoint fills them
   in place; restored first, it creates them in another order than a rank that
-  restored nothing, and Horovod's broadcasts pair variables by position.
-  """
+  restored nothing, and Horovod's broadcasts pair variables by position."""
   create_all = getattr(optimizer, "_create_all_weights", None)
   if create_all is not None:
     create_all(var_list)
@@ -50,8 +48,7 @@ def create_keras_optimizer_slots(optimizer, var_list):
 def keras_slot_index(optimizer, variable):
   """The position of `variable`'s slots in a built new Keras optimizer's slot
   lists: Keras 2.11-2.15 and tf_keras index by variable key, Keras 3 by the
-  variable.
-  """
+  variable."""
   index_of = getattr(optimizer, "_get_variable_index", None)   # Keras 3
   if index_of is not None:
     return index_of(variable)
@@ -60,8 +57,7 @@ def keras_slot_index(optimizer, variable):
 
 def keras_version():
   """The version of the Keras behind tf.keras ('2.2.4-tf' on TF 1.15; on 2.16+
-  '3.x', or tf_keras's when TF_USE_LEGACY_KERAS=1 was set before import).
-  """
+  '3.x', or tf_keras's when TF_USE_LEGACY_KERAS=1 was set before import)."""
   keras = tf.compat.v2.keras
   version = getattr(keras, "__version__", None)   # Keras 3, TF 1.15
   if version is None:   # Keras 2 as a package: keras (TF 2.6-2.15), tf_keras
@@ -79,8 +75,7 @@ TF_KERAS_REQUIREMENT = "tf_keras=={}.*".format(
 def with_tf_keras_backend(callback):
   """A horovod.tensorflow.keras callback, made to use tf.keras's backend: on TF
   2.16+ Horovod 0.28.1 gives it Keras 3's even under tf_keras, which lacks
-  the `backend.constant` MetricAverageCallback calls.
-  """
+  the `backend.constant` MetricAverageCallback calls."""
   if not hasattr(callback.backend, "constant"):
     callback.backend = tf.compat.v2.keras.backend
   return callback

@@ -25,8 +25,7 @@ def v1(name, learning_rate, adam_epsilon=None):
 
 def keras(name, learning_rate=None, adam_epsilon=None, classes=None):
   """The Keras optimizer called `name`, of `classes` (default
-  tf.keras.optimizers); without `learning_rate`, Keras's default.
-  """
+  tf.keras.optimizers); without `learning_rate`, Keras's default."""
   if classes is None:
     import tensorflow.compat.v2 as tf2   # pylint: disable=import-outside-toplevel
     classes = tf2.keras.optimizers
@@ -41,8 +40,7 @@ def keras(name, learning_rate=None, adam_epsilon=None, classes=None):
 
 def variables(optimizer):
   """The optimizer's own variables (slots, step counts): a method on v1, a
-  property on Keras.
-  """
+  property on Keras."""
   found = optimizer.variables
   return list(found() if callable(found) else found)
 

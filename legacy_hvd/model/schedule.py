@@ -9,8 +9,7 @@ import tensorflow.compat.v1 as tf
 def lr_scale(scaling, num_workers):
   """The rate's factor for `num_workers`: linear takes steps as many times
   larger as the batch (Goyal et al. 2017), sqrt keeps the update's variance
-  (Krizhevsky 2014), none keeps the rate.
-  """
+  (Krizhevsky 2014), none keeps the rate."""
   return {"linear": float(num_workers),
           "sqrt": math.sqrt(num_workers),
           "none": 1.0}[scaling]
@@ -19,8 +18,7 @@ def lr_scale(scaling, num_workers):
 def learning_rate(global_step, base_lr, scale, warmup_steps):
   """float32 scalar: from the unscaled base_lr at step 0 to base_lr x scale at
   `warmup_steps`, so a large global batch does not take its full-size first
-  steps from random weights.
-  """
+  steps from random weights."""
   target = base_lr * scale
   if warmup_steps <= 0:
     return tf.constant(target, tf.float32)

@@ -44,8 +44,7 @@ class Evaluation:
 
 def batch_counts(logits, labels):
   """float64 [21]: [loss sum, correct per class x10, examples per class x10].
-  Sums, not means, so batches and ranks of any size add up exactly.
-  """
+  Sums, not means, so batches and ranks of any size add up exactly."""
   loss_sum = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=labels, logits=logits))
   correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)
@@ -75,8 +74,7 @@ def metrics_from_counts(counts):
 class EagerEvaluation:
   """The TF2 variants' evaluation; `forward`: float32 [N, 32, 32, 3] -> logits
   [N, 10]. Built once (traced once, the shard's dataset made once), run as
-  often as due.
-  """
+  often as due."""
 
   def __init__(self, forward, test_images, test_labels, num_shards,
                shard_index, sum_fn):
