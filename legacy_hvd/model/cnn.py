@@ -2,7 +2,7 @@
 
 The TF2 path makes the same variables with `tf.Variable(initial_value(...))`
 and calls the same `forward`; the initial values come from stateless random
-ops, so both paths start from identical weights for the same seed.
+ops, so graph and eager start from identical weights for the same seed.
 """
 import math
 
