@@ -1,18 +1,10 @@
 """absl flag definitions for legacy-hvd, one module per concern.
 
-    from flags import define_trainer_flags
-    define_trainer_flags()          # what both trainers (TF1, TF2) accept
-    config = Config.from_flags(FLAGS)
-
-    TRAINERS["legacy_hvd.train_tf2"]   # what that trainer defines
-    values = parse_trainer_flags("legacy_hvd.train_tf2", ["--lr=0.1"])
-                                    # a launcher judging a trainer's flags
-
-Modules: training (schedule and optimizer), data (input), output (model_dir),
-performance (Horovod and CPU knobs). Each `define_*()` registers its flags and
-validators on absl's global FLAGS, or on the FlagValues it is given; an
-entry point converts the parsed values once into a frozen
-`legacy_hvd.common.config.Config`.
+Each `define_*()` registers its flags and validators on absl's global FLAGS,
+or on the FlagValues it is given; an entry point converts the parsed values
+once into a frozen `legacy_hvd.common.config.Config`. TRAINERS and
+parse_trainer_flags let a launcher judge a trainer's flags before any rank
+starts.
 """
 from absl import flags
 
@@ -48,10 +40,9 @@ TRAINERS = {
 
 
 def parse_trainer_flags(module, argv):
-  """`argv`, a trainer's arguments, parsed with `module`'s definitions and
-  validators (TRAINERS) on a FlagValues of its own, as the trainer would
-  parse them; flags.Error, its str the one line, for what the trainer
-  would refuse."""
+  """`argv` parsed with `module`'s definitions and validators on a FlagValues
+  of its own, as the trainer would; flags.Error (its str the one line) for what
+  the trainer would refuse."""
   values = flags.FlagValues()
   for define in TRAINERS[module]:
     define(values)

@@ -1,7 +1,4 @@
-"""Flags for the input data.
-
-    define_data()   # registers --data_dir, --augment and --synthetic
-"""
+"""Flags for the input data."""
 from absl import flags
 
 

@@ -1,7 +1,5 @@
-"""Flags only the Estimator job has: none; it refuses what it cannot run.
-
-    define_estimator()   # refuses --nohorovod (--eval_every_n_steps is a
-                         # training flag, flags/training.py)
+"""Flags only the Estimator job has: none; it refuses what it cannot run
+(--nohorovod).
 """
 from absl import flags
 

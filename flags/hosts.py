@@ -1,24 +1,13 @@
 """Flags of the launchers that name a job's hosts, defined once for all of
-them: the pre-flight check, the supervisor and the Slurm launcher.
-
-    define_hosts()                         # -H/--hosts or --hostfile
-    define_hosts(discovery_script=True)    # ... or --host_discovery_script
-    define_ssh()                           # --ssh_timeout, --ssh_port
-    define_network_interface()             # --network_interface
-    define_max_restarts()                  # --max_restarts
-
-Each takes the FlagValues to define them on (absl's global FLAGS by
-default); a launcher reads the host list with legacy_hvd/launch/hostlists.py.
+them; each define_* takes the FlagValues to define them on (absl's global
+FLAGS by default).
 """
 from absl import flags
 
-# Seconds for an ssh connection to a host (ssh -o ConnectTimeout). A host
-# that is up but slow to take a login (loaded, or on a congested network,
-# as after the trouble that made the supervisor relaunch) must not be left
-# out: that shrinks the world for the rest of the run, or fails the
-# pre-flight check. The time is paid only for a host that is really gone,
-# once per launch, and is short beside Gloo's time-out and horovodrun's
-# start.
+# Seconds for an ssh connection to a host (ssh -o ConnectTimeout): a host
+# that is up but slow to take a login must not be left out (that shrinks the
+# world for the rest of the run); the wait is paid only for a host really
+# gone, once per launch, short beside Gloo's time-out.
 SSH_TIMEOUT = 10
 
 
@@ -76,8 +65,8 @@ def define_network_interface(flag_values=flags.FLAGS):
 
 
 def define_max_restarts(flag_values=flags.FLAGS):
-  """--max_restarts: how often a launcher (the supervisor, the Slurm
-  launcher) starts the job again after a lost host or rank."""
+  """--max_restarts: how often a launcher starts the job again after a lost
+  host or rank."""
   flags.DEFINE_integer(
       "max_restarts", 3, "Relaunches allowed after lost or stuck hosts or "
       "ranks (the supervisor's relaunches; under Slurm, requeues without "

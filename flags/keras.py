@@ -1,7 +1,4 @@
-"""Flags only the Keras fit variant has: none; it refuses TF1-only settings.
-
-    define_keras()   # validators for what legacy_hvd.train_keras cannot do
-"""
+"""Flags only the Keras fit variant has: none; it refuses TF1-only settings."""
 from absl import flags
 
 

@@ -1,8 +1,4 @@
-"""Flags only the tf.distribute path has; it refuses Horovod-only settings.
-
-    define_mwms()   # --optimizer_impl, --collective_timeout; validators for
-                    # what legacy_hvd.train_mwms cannot do
-"""
+"""Flags only the tf.distribute path has; it refuses Horovod-only settings."""
 from absl import flags
 
 from flags import tf2

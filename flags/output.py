@@ -1,9 +1,4 @@
-"""Flags for where a run lives on disk.
-
-    define_output()         # registers --model_dir and --step_log
-    define_results_file()   # registers --results_file (evaluation tools)
-    model_dir_of(trainer_args)   # a trainer's --model_dir, read by launchers
-"""
+"""Flags for where a run lives on disk."""
 from absl import flags
 
 
@@ -29,9 +24,8 @@ def define_results_file(flag_values=flags.FLAGS):
 
 
 def model_dir_of(trainer_args):
-  """The --model_dir that `trainer_args` (a trainer's flags) give it, or its
-  default: for the launchers (legacy_hvd.launch.slurm, legacy_hvd.launch.supervise), which
-  read the trainer's checkpoints without parsing its other flags."""
+  """The --model_dir `trainer_args` give the trainer, or its default: for the
+  launchers, which read its checkpoints without parsing its other flags."""
   values = flags.FlagValues()
   define_output(values)
   values(["trainer"] + list(trainer_args), known_only=True)

@@ -1,7 +1,4 @@
-"""Flags for Horovod and CPU performance.
-
-    define_performance()   # registers the flags below and their validators
-"""
+"""Flags for Horovod and CPU performance."""
 from absl import flags
 
 

@@ -1,8 +1,4 @@
-"""Flags of the pre-flight check (python -m legacy_hvd.launch.preflight).
-
-    define_preflight()   # -H/--hosts or --hostfile, --data_dir, --model_dir,
-                         # and the launchers' host flags (flags/hosts.py)
-"""
+"""Flags of the pre-flight check (python -m legacy_hvd.launch.preflight)."""
 from absl import flags
 
 from flags import hosts

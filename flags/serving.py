@@ -1,8 +1,4 @@
-"""Flags for turning a checkpoint into something to serve, and using it.
-
-    define_export()    # --out, --format        (legacy_hvd.export)
-    define_predict()   # --model, --top_k       (legacy_hvd.predict)
-"""
+"""Flags for turning a checkpoint into something to serve, and using it."""
 from absl import flags
 
 EXPORT_FORMATS = ("saved_model", "frozen_graph")

@@ -1,9 +1,5 @@
 """Flags of the Slurm launcher (python -m legacy_hvd.launch.slurm); every
 other flag on its command line goes to the trainer.
-
-    define_slurm(flag_values, trainers)   # --module, --preflight, --image,
-        # --bind, --min_nodes; --network_interface and --max_restarts as the
-        # other launchers define them (flags/hosts.py)
 """
 from absl import flags
 

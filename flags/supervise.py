@@ -1,9 +1,4 @@
-"""Flags of the supervisor (python -m legacy_hvd.launch.supervise).
-
-    define_supervise()   # -H/--hosts, --hostfile or --host_discovery_script,
-                         # --min_np, --max_restarts, and the launchers' host
-                         # flags (flags/hosts.py)
-"""
+"""Flags of the supervisor (python -m legacy_hvd.launch.supervise)."""
 from absl import flags
 
 from flags import hosts

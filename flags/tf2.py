@@ -1,7 +1,4 @@
-"""Flags only the TF2 path has.
-
-    define_tf2()   # registers --optimizer_impl; refuses TF1-only settings
-"""
+"""Flags only the TF2 path has; it refuses TF1-only settings."""
 from absl import flags
 
 OPTIMIZER_IMPLS = ("v1", "keras")

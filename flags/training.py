@@ -1,8 +1,5 @@
 """Flags for the optimisation schedule: batch, learning rate, steps, outputs,
 evaluation.
-
-    define_training()              # on absl's global FLAGS
-    define_training(FlagValues())  # on a private set, as the tests do
 """
 from absl import flags
 

@@ -1,8 +1,4 @@
-"""Flags of the workers' launcher (python -m legacy_hvd.launch.workers).
-
-    define_workers()   # -H/--hosts or --hostfile, --port, --ssh_port,
-                       # --ssh_timeout (flags/hosts.py)
-"""
+"""Flags of the workers' launcher (python -m legacy_hvd.launch.workers)."""
 from absl import flags
 
 from flags import hosts

@@ -1,13 +1,7 @@
 """Resuming a model directory that another trainer wrote: the one mapping.
 
-    checks = job_faults.model_dir_checks(model_dir, shapes, optimizer, migrate)
-    migrate = lambda: to_tf1(model_dir, "adam", rate_of)    # TF1 jobs, rank 0
-    migrate = lambda: check(model_dir, "adam", TF2)         # TF2 trainers
-    to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of)  # restore
-
-`rate_of(step)` is the run's schedule.learning_rate of an int64 step
-(float32 scalar tensor). Four checkpoint flavours hold the same state under
-different keys and, for two optimizers, in different conventions:
+The flavours hold the same state under different keys and, for two
+optimizers, in different conventions:
 
   tf1       legacy_hvd.train(_estimator): name-based, tf.compat.v1.train
             slots (conv1/weights/Adam, .../Adam_1, .../Momentum),
@@ -20,25 +14,17 @@ different keys and, for two optimizers, in different conventions:
             optimizer (optimizer/_variables/N, named Adam/m/conv1/weights;
             on Keras 3, TF >= 2.16: adam/conv1_weights_0_momentum)
 
-Weights, Adam's m and v, the global step, and with it the learning rate and
-the data position (every trainer derives both from the step), carry over
-exactly. Two things cannot:
+Weights, Adam's m and v and the step (and with it the learning rate and the
+data position) carry over exactly. Two things cannot:
   - Adam's beta^t: v1 keeps running float32 products, Keras computes pow(beta,
-    t) from its step; the products become the step (or the reverse) and the
-    first updates after the move differ in the last bits.
+    t) from its step; the first updates after the move differ in the last bits.
   - Momentum: v1 keeps sum(momentum^k x gradient) and multiplies by the rate
-    when applying; Keras folds the rate into its velocity. The velocity is
-    -rate x accumulator at the step of the move: exact only if the rate was
-    constant over the accumulated steps (not in warm-up).
-Converting on resume (rank 0, before training) rather than by a separate
-command: the user changes the command, not the directory, and the job that
-refuses does so before it writes anything. The converted checkpoint is
-written beside the old ones (which stay, for the way back) and becomes the
-newest; later resumes are the trainer's own.
-
-What cannot be converted raises cli.UserError before anything is written: a
-checkpoint of another model or shape, of another optimizer than --optimizer,
-or one that does not read completely (damaged, half-written).
+    when applying; Keras folds the rate into its velocity, so the velocity is
+    -rate x accumulator: exact only if the rate was constant (not in warm-up).
+Converted on resume (rank 0, before training), not by a separate command:
+the user changes the command, not the directory, and a refusal comes before
+anything is written. The old checkpoints stay, for the way back.
+`rate_of(step)` is the run's schedule.learning_rate of an int64 step.
 """
 import dataclasses
 import os
@@ -84,9 +70,8 @@ def newest(model_dir):
 
 
 def read(path, complete=True):
-  """The State of checkpoint `path`; cli.UserError if it cannot be one of
-  this model's. complete: read every tensor (the bundle checks each CRC);
-  else only the names and shapes (the State then holds no values)."""
+  """The State of checkpoint `path`, or cli.UserError if it is not this
+  model's. complete False: only names and shapes (no values, no CRC check)."""
   where = os.path.basename(path)
   try:
     reader = tf.train.load_checkpoint(path)
@@ -168,10 +153,9 @@ def _keys(reader, shapes):
 
 
 def _keras_slot_name(full_name):
-  """(slot, parameter) of a new Keras optimizer's slot, by its name in the
-  object graph: Keras 2.11-2.15 and tf_keras name it [Adam/]m/conv1/weights
-  (the prefix is the name scope it was made in); Keras 3 (TF >= 2.16)
-  adam/conv1_weights_0_momentum, its m and v called momentum and velocity."""
+  """(slot, parameter) of a new Keras optimizer's slot by its object-graph
+  name: [Adam/]m/conv1/weights on Keras 2.11-2.15 and tf_keras,
+  adam/conv1_weights_0_momentum on Keras 3 (m, v: momentum, velocity)."""
   parts = full_name.split("/")
   for slot, suffix in (("m", "_momentum"), ("v", "_velocity")):
     if parts[-1].endswith(suffix):
@@ -197,11 +181,10 @@ def _object_graph_names(reader):
 
 
 def check(model_dir, optimizer, target_format):
-  """Rank 0, before training: cli.UserError unless the newest checkpoint
-  can resume a trainer writing `target_format` with --optimizer=`optimizer`.
-  Its State (read completely: verified) if it is the other format's, and
-  the caller skips resume.prepare_resume, which knows its own format
-  only; else False."""
+  """Rank 0, before training: cli.UserError unless the newest checkpoint can
+  resume a `target_format` trainer with `optimizer`. Its State (verified) if
+  it is the other format's (resume.prepare_resume knows its own only), else
+  False."""
   path = newest(model_dir)
   if path is None:
     return False
@@ -271,9 +254,8 @@ def to_tf1(model_dir, optimizer, rate_of):
 
 
 def to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of):
-  """Rank 0 of a TF2 trainer, before restoring: if the newest checkpoint is
-  another flavour's (startup checked it), fills `checkpoint`'s objects
-  (its step, optimizer, params by name) from it and writes them as
+  """Rank 0 of a TF2 trainer, before restoring: fills `checkpoint`'s objects
+  from the newest checkpoint if it is another flavour's and writes them as
   ckpt-<step>, the newest. True if converted."""
   path = newest(model_dir)
   if path is None or _format_on_disk(path) is None:

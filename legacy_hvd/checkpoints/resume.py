@@ -1,20 +1,14 @@
 """Finding, checking and restoring the trainers' checkpoints, with one-line
 errors.
 
-A model directory's `checkpoint` state file names its checkpoints. The
-trainers name them relative to the directory, so that it resumes wherever it
-is moved, copied or mounted; a state file that names them where the
-directory was before (the TF1 jobs wrote absolute paths until they did not),
-that cannot be read, or that is missing beside checkpoints is read as the
-directory's own files, and said so once. A checkpoint is intact when
-TensorFlow's reader reads every tensor of it (the bundle format checks each
-one's CRC); a damaged one is passed over for the newest intact one before
-it, in one line.
-
-Checkpoints themselves are written by TensorFlow's savers, which write the
-new files under temporary names and only then rewrite the state file
-(atomically, by rename): a job killed while saving leaves the state
-pointing at the previous, complete checkpoint.
+The trainers name checkpoints relative to the model directory, so that it
+resumes wherever it is moved, copied or mounted; a state file that names
+them elsewhere (the TF1 jobs once wrote absolute paths), cannot be read, or
+is missing beside them is read as the directory's own files, said once. A
+checkpoint is intact when every tensor reads (the bundle checks each CRC);
+a damaged one is passed over for the newest intact one, in one line.
+TensorFlow's savers rewrite the state file only after a checkpoint's files,
+so a job killed while saving leaves the previous one named.
 """
 import collections
 import glob
@@ -55,10 +49,9 @@ def tf2_key(name):
 
 
 def relative_saver():
-  """The saver MonitoredTrainingSession would make (every global variable,
-  built when the session finalizes the graph), naming the checkpoints in
-  the state file relative to the model directory, as the Estimator's and
-  tf.train.CheckpointManager do."""
+  """The saver MonitoredTrainingSession would make, deferred to finalize,
+  naming checkpoints relative to the model directory (as Estimator and
+  CheckpointManager do)."""
   return tf.train.Saver(sharded=True, allow_empty=True, defer_build=True,
                         save_relative_paths=True)
 
@@ -102,10 +95,9 @@ def listing(model_dir):
 
 
 def adopt(model_dir):
-  """Rank 0 of a trainer, before any other look at its checkpoints: when
-  the state file names them elsewhere, cannot be read, or is missing
-  beside them, says so once and rewrites it from the directory's own
-  files, relative (an unreadable one with nothing beside it is removed)."""
+  """Rank 0, before any other look at its checkpoints: when listing() has a
+  note, says it once and rewrites the state file from the directory's own files
+  (removes it when nothing is beside it)."""
   found = listing(model_dir)
   if not found.note:
     return
@@ -126,16 +118,14 @@ def write_state(model_dir, paths):
 
 
 def prepare_resume(model_dir, expected_shapes):
-  """Rank 0 of a trainer, before training: the checkpoint to resume from,
-  or None.
+  """Rank 0 of a trainer, before training: the checkpoint to resume from, or
+  None.
 
-  Falls back from a damaged checkpoint to the newest intact one before it,
-  in one line naming the damaged one and why; its files go (the resumed
-  run saves at its steps again) and the state file names the intact one,
-  so that the trainer's session or CheckpointManager restores it. A
-  checkpoint whose variables are not `expected_shapes` (name -> shape) is
-  another model's: that is the user's mistake, not damage: raises
-  cli.UserError, as it does when no checkpoint is intact.
+  A damaged checkpoint is passed over for the newest intact one before it, in
+  one line; its files go and the state file names the intact one, for the
+  session or CheckpointManager to restore. One whose variables are not
+  `expected_shapes` is another model's, the user's mistake: cli.UserError, as
+  when none is intact.
   """
   found = listing(model_dir)
   path, damaged = _newest_intact(found, expected_shapes, model_dir)
@@ -152,10 +142,8 @@ def prepare_resume(model_dir, expected_shapes):
 
 
 def latest_or_fail(model_dir):
-  """For a program that reads a trained model (evaluate, export): the
-  newest intact checkpoint of `model_dir`, found as a trainer resumes
-  (said once when the directory was moved, a damaged one passed over in
-  one line), writing nothing; one line when there is none."""
+  """For evaluate and export: the newest intact checkpoint, found as a trainer
+  resumes but writing nothing; one line when there is none."""
   found = listing(model_dir) if os.path.isdir(model_dir) else None
   if found is None or not found.paths:
     cli.fail(f"--model_dir={model_dir}: holds no checkpoint; expected a "
@@ -176,9 +164,8 @@ def latest_or_fail(model_dir):
 
 
 def _newest_intact(found, expected_shapes, model_dir):
-  """(the newest intact checkpoint of Listing `found`, or None if it has
-  none; [(each newer damaged one, what is wrong with it)]); cli.UserError
-  when there are checkpoints and none is intact."""
+  """(the newest intact checkpoint or None, [(each newer damaged one, why)]);
+  cli.UserError when there are checkpoints and none is intact."""
   damaged = []
   for path in reversed(found.older + found.paths):
     problem = _damage(path, expected_shapes, model_dir)

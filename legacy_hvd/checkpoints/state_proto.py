@@ -1,15 +1,8 @@
-"""A model directory's `checkpoint` state file as TensorFlow's
-CheckpointState proto: parsed and written as TensorFlow does, without its
-warnings.
-
-    state_proto.parse_checkpoint_state(text)   # the state file's proto
-    state_proto.CheckpointStateError           # what it raises for other text
-    state_proto.checkpoint_state_text(names)   # a state file naming `names`
-
-The proto is private to TensorFlow (tf.train's own readers log and return
-None where a one-line error must name the file, and its writer warns that
-it is deprecated); legacy_hvd/common/checkpoint_state.py reads the newest
-step without TensorFlow.
+"""The `checkpoint` state file as TensorFlow's private CheckpointState proto:
+state_proto.parse_checkpoint_state raises state_proto.CheckpointStateError
+where tf.train's reader logs and returns None (a one-line error must name
+the file), and state_proto.checkpoint_state_text writes it without the
+deprecation warning.
 """
 from google.protobuf import text_format
 
@@ -19,18 +12,16 @@ CheckpointStateError = text_format.ParseError
 
 
 def parse_checkpoint_state(text):
-  """The CheckpointState proto of a `checkpoint` state file's text, as
-  tf.train.get_checkpoint_state parses it, but raising
-  CheckpointStateError where that logs two warnings and returns None."""
+  """The CheckpointState of a state file's text, as
+  tf.train.get_checkpoint_state parses it."""
   state = _checkpoint_state_pb2().CheckpointState()
   text_format.Merge(text, state)
   return state
 
 
 def checkpoint_state_text(names):
-  """A `checkpoint` state file's text naming the checkpoints `names`
-  (oldest first, the last the newest), as tf.train.update_checkpoint_state
-  writes it, without its deprecation warning."""
+  """A state file's text naming `names` (oldest first), as
+  tf.train.update_checkpoint_state writes it."""
   state = _checkpoint_state_pb2().CheckpointState(
       model_checkpoint_path=names[-1], all_model_checkpoint_paths=names)
   return text_format.MessageToString(state)

@@ -1,15 +1,13 @@
-"""The common pieces every side stands on: no Horovod, and TensorFlow only
+"""The pieces every side stands on: no Horovod, and TensorFlow only
 through compat.
 
-  cli               flag parsing and one-line errors, for every entry point
-  config            the run's settings as one frozen value, made once
-  compat            the one place that knows how the TensorFlow and Python
-                    versions differ
+  cli               flag parsing and one-line errors
+  config            the run's settings as one frozen value
+  compat            how the TensorFlow and Python versions differ
   paths             the nearest existing part of a path the user gave
   signals           SIGTERM and SIGINT as a request to stop cleanly
   progress          progress bookkeeping and the step log
   checkpoint_state  the newest checkpoint's step, read without TensorFlow
-  json_files        a JSON file written whole or not at all (the launchers
-                    use it too: no TensorFlow)
+  json_files        a JSON file written whole or not at all (no TensorFlow)
   results           results.json and the other JSON files rank 0 writes
 """

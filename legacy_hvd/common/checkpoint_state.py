@@ -1,14 +1,9 @@
-"""The newest checkpoint's step, read without TensorFlow.
+"""The newest checkpoint's step, read without TensorFlow (the Slurm launcher
+starts none).
 
-    step = checkpoint_state.latest_step(model_dir)   # 0 when there is none
-    step = checkpoint_state.step_of("model.ckpt-500")   # 500
-
-Every trainer's checkpoint names end in `-<global step>` (model.ckpt-500,
-ckpt-500), and TensorFlow's `checkpoint` state file in the model directory
-names the newest one. The trainers, the fault lines and the Slurm launcher
-(which starts no TensorFlow) all read the step here. Only the name's end is
-read: the state file may hold the path as another host (or mount
-namespace) sees it, or as the directory was before it was moved.
+Checkpoint names end in `-<global step>`, and only that end is read: the
+`checkpoint` state file may hold the path as another host (or mount
+namespace) saw it, or as the directory was before it was moved.
 """
 import os
 import re

@@ -1,21 +1,10 @@
-"""What every entry point shares: flag parsing and errors a user can cause.
+"""Flag parsing and the errors a user can cause, for every entry point.
 
-    cli.run(main, [define_x])   # absl app.run with one-line flag errors
-    cli.fail("--data_dir=x: ...")   # one line, exit 1, from one rank per host
-                             # (naming the host when the job spans several)
-    cli.exit_quietly()       # a rank whose error another rank reports
-    cli.speaks_for_host()    # whether this rank is the one that reports
-    cli.mark_exiting()       # a rank ending for a reason it reported itself
-    cli.launched_processes() # N under horovodrun/mpirun -np N, else 1
-    cli.tf_config_workers()  # (TF_CONFIG's workers, this one's index)
-
-A launcher such as horovodrun starts the same command in every rank, so a bad
-flag or path is found by all of them at once. The message is printed by local
-rank 0 of each host only (one line on one machine, not one per rank, yet
-still shown when only another host lacks a file), and every rank exits
-non-zero, so the launcher stops the job and nobody waits in a collective.
-When the job spans several hosts the line names the host it comes from
-(`program: error: on lh2: ...`), like `mpirun --tag-output`.
+horovodrun starts the same command in every rank, so all of them find a bad
+flag or path at once: local rank 0 of each host prints the one line (naming
+the host when the job spans several, like `mpirun --tag-output`), and every
+rank exits non-zero, so the launcher stops the job and nobody waits in a
+collective.
 """
 import faulthandler
 import json
@@ -89,10 +78,8 @@ def tf_config_workers():
 
 
 def workers_place(workers, index):
-  """(rank, size, local_rank, local_size, cross_rank, cross_size) of worker
-  `index` of `workers` ("host:port" or "host" each), as horovodrun numbers
-  them: its index among all and among those on its host; its host's index
-  among the hosts with a worker of its local rank, and their number."""
+  """horovodrun's (rank, size, local_rank, local_size, cross_rank, cross_size)
+  for worker `index` of `workers` ("host:port" or "host" each)."""
   hosts = [worker.rsplit(":", 1)[0] for worker in workers]
   here = [i for i, host in enumerate(hosts) if host == hosts[index]]
   local_rank = here.index(index)
@@ -103,8 +90,7 @@ def workers_place(workers, index):
 
 
 def launched_processes():
-  """How many processes the launcher started for this job (TF_CONFIG's
-  workers for tf.distribute); 1 without one."""
+  """The processes the launcher started (or TF_CONFIG's workers); else 1."""
   for variable in _WORLD_SIZE_VARIABLES:
     if variable in os.environ:
       return int(os.environ[variable])
@@ -133,9 +119,7 @@ def _spans_hosts():
 
 
 def fail(message, exit_code=INPUT_ERROR, reporter=None):
-  """Prints `program: error: message` (once per host) and exits.
-
-  reporter: whether this rank prints; None: local rank 0 of each host does.
+  """Prints `program: error: message` (once per host: reporter None) and exits.
   """
   global _exiting
   _exiting = True
@@ -151,8 +135,7 @@ def error_line(message):
 
 
 def report_line(message):
-  """`program: [on host: ]message`: what a rank reports to the launcher
-  that decides (DECIDER)."""
+  """`program: [on host: ]message`: a report to the launcher that decides."""
   return _line("", message)
 
 
@@ -182,11 +165,8 @@ def parse_flags(argv, positional_args=False):
 
 
 def quiet_tensorflow():
-  """One copy of each log record, without TF1 deprecation notices.
-
-  TF1 APIs are this project's subject, so their deprecation notices (two
-  multi-line warnings per hook) would bury the training log.
-  """
+  """One copy of each log record, without TF1 deprecation notices: TF1 APIs are
+  this project's subject, and their notices would bury the training log."""
   import tensorflow as tf
   from tensorflow.python.util import deprecation
   deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
@@ -196,21 +176,18 @@ def quiet_tensorflow():
 
 
 def run_launcher(main):
-  """A launcher's entry point (the supervisor, launch.workers), its flags
-  defined: app.run(main); main gets the command after `--`. Not run(): that
-  quiets TensorFlow, which the launcher side never imports."""
+  """app.run(main) for a launcher; main gets the command after `--`. Not run():
+  that quiets TensorFlow, which the launcher side never imports."""
   app.run(main, flags_parser=lambda argv: parse_flags(
       argv, positional_args=True))
 
 
 def run(main, define_flags=(), positional_args=False):
-  """Defines the flags (each of `define_flags` called), then app.run(main)
-  with one-line flag errors; main gets the arguments left.
+  """Defines the flags, then app.run(main) with one-line flag errors.
 
-  absl turns on Python's faulthandler, which makes a rank that aborts in
-  C++ (Gloo's failed check in Horovod's background thread when peers die,
-  say) print every thread's Python stack. A rank's error is one line: the
-  dump is off unless asked for (PYTHONFAULTHANDLER=1 or -X faulthandler).
+  absl turns on faulthandler, so a rank that aborts in C++ (Gloo's failed
+  check when peers die, say) would print every thread's stack; it stays off
+  unless asked for (PYTHONFAULTHANDLER=1 or -X faulthandler).
   """
   for define in define_flags:
     define()

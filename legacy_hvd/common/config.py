@@ -1,9 +1,5 @@
-"""The run's settings as one frozen value, made once from the parsed flags.
-
-    config = Config.from_flags(absl.flags.FLAGS)   # in an entry point's main
-    build_something(config)                        # everything below takes it
-
-Nothing below `main` reads FLAGS, so the model, input and hooks can be built
+"""The run's settings as one frozen value, made once from the parsed flags in
+main: nothing below reads FLAGS, so the model, input and hooks can be built
 and tested with a `Config(...)` written by hand.
 """
 import dataclasses

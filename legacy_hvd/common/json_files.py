@@ -1,18 +1,10 @@
 """JSON files written whole: a reader finds the complete new file or the old.
 
-    json_files.write_json(path, value)   # atomic; returns path
-    json_files.write_text(path, text)    # the same for any text
-    json_files.read_json(path)           # its value, or None
-    json_files.TEMPORARY.search(name)    # a name write_json writes under first
-
-Rank 0's results.json, world.json and evaluate's --results_file, and the
-supervisor's rewrite of results.json (its restarts) are all written here:
-under a temporary name beside the file (`<path>.tmp-<pid>`, on the same file
-system, so the rename is atomic), then renamed over it. A failed write
-removes its temporary file when it can (failed_writes.py removes what is
-left on a file system that no longer takes changes) and raises the OSError,
-naming `path` when the error names no file. Standard library only: the
-launchers import it where TensorFlow may be absent; Python 3.7-compatible.
+A file is written under `<path>.tmp-<pid>` beside it (the same file system,
+so the rename is atomic), then renamed over it; a failed write removes its
+temporary file when it can and raises the OSError, naming `path` when the
+error names no file. Standard library only: the launchers import it where
+TensorFlow may be absent; Python 3.7-compatible.
 """
 import contextlib
 import json
@@ -23,8 +15,8 @@ TEMPORARY = re.compile(r"\.tmp-\d+$")
 
 
 def write_json(path, value):
-  """Writes `value` to `path` as indented JSON with sorted keys and a final
-  newline, atomically; returns `path`."""
+  """`value` as indented, key-sorted JSON, written atomically; returns `path`.
+  """
   return write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
@@ -44,8 +36,7 @@ def write_text(path, text):
 
 
 def read_json(path):
-  """The value in the JSON file `path`, or None when it is absent,
-  unreadable or not JSON (write_json never leaves one half-written)."""
+  """The value in `path`, or None when it is absent, unreadable or not JSON."""
   try:
     with open(path) as f:
       return json.load(f)

@@ -1,11 +1,5 @@
-"""Paths a user gives, checked before anything is created.
-
-    paths.existing_ancestor("runs/new/dir")   # "/abs/runs", say
-
-Every check of a directory or file to be created (the model directory, the
-step log, an export, the pre-flight's model-directory probe) walks up to
-the nearest part that exists and looks at that. Never imports TensorFlow
-or Horovod.
+"""Paths a user gives, checked before anything is created: a check walks up to
+the nearest part that exists. Never imports TensorFlow or Horovod.
 """
 import os
 

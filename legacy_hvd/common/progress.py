@@ -1,12 +1,5 @@
-"""Training progress bookkeeping shared by the TF1 hook and the TF2 loop.
-
-    progress = Progress(every_n_steps=50, global_batch=256, log=rank == 0,
-                        steps_per_epoch=195, last_step=1950)  # epoch and ETA
-    progress.start(first_step)
-    rate = progress.record(step, {"loss": 0.3, ...})   # images/sec when logged
-    progress.images_per_sec()                          # over the whole run
-
-Also StepLog: one JSON line per step, for tools/compare_paths.py.
+"""Training progress shared by the TF1 hook and the TF2 loop, and StepLog: one
+JSON line per step, for tools/compare_paths.py.
 """
 import json
 import os
@@ -86,13 +79,9 @@ def _duration(seconds):
 
 
 class StepLog:
-  """Appends {"step", "time", "loss", "learning_rate"[, "weight_digest"]}
-  per step, and {"step", "time", "test_loss", "test_accuracy",
-  "test_examples"} per held-out evaluation (told apart by "test_loss").
-
-  "time" is rank 0's wall clock in seconds when the step was recorded
-  (tools/benchmark.py times steps with it).
-  """
+  """Appends a JSON line per step ("step", "time", "loss", "learning_rate"[,
+  "weight_digest"]) and per held-out evaluation (with "test_loss"); "time" is
+  rank 0's wall clock, which tools/benchmark.py times steps with."""
 
   def __init__(self, path):
     if path:
@@ -110,8 +99,8 @@ class StepLog:
     self._append(record)
 
   def write_evaluation(self, step, loss, accuracy, examples):
-    """One held-out evaluation; after close() too: the final evaluation
-    follows the end of training."""
+    """One held-out evaluation; after close() too (the last follows training).
+    """
     if self._file is None:
       return
     self._append({"step": int(step), "time": time.time(),

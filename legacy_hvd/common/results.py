@@ -1,8 +1,4 @@
-"""JSON summaries written by rank 0: <model_dir>/results.json and friends.
-
-    write_json(path, summary_dict)   # json_files.write_json: atomic
-    write_run_results(summary, config, data_source, "tf1")   # rank 0, at the end
-"""
+"""JSON summaries written by rank 0: <model_dir>/results.json and friends."""
 import os
 
 from absl import logging
@@ -17,10 +13,8 @@ write_json = json_files.write_json
 
 
 def write_run_results(summary, config, data_source, path_name):
-  """Rank 0: completes and writes results.json, logs the test accuracy.
-
-  Fails (one line, exit 1) if the ranks ended with different weights.
-  """
+  """Rank 0: completes and writes results.json; fails (one line, exit 1) if the
+  ranks ended with different weights."""
   summary = dict(summary, path=path_name, data_source=data_source,
                  tensorflow_version=compat.package_version(
                      "tensorflow-cpu", "tensorflow"),
@@ -36,10 +30,8 @@ def write_run_results(summary, config, data_source, path_name):
 
 def run_summary(metrics, weight_digests, progress, world_size, batch_size,
                 steps_per_epoch):
-  """The results.json fields both trainers share, from what they measured.
-
-  metrics: scoring.metrics_from_counts(...); weight_digests: one list per
-  rank; progress: the run's progress.Progress.
+  """The results.json fields every trainer shares: `metrics` from
+  scoring.metrics_from_counts, one weight digest per rank, the run's Progress.
   """
   values = progress.last_values
   return dict(

@@ -1,26 +1,13 @@
 """Signals recorded, written once: the trainers' stop request and the
 launchers' forwarding.
 
-    stop = StopSignals().install()   # a trainer
-    ...
-    if stop.requested: ...        # the first signal's number, or 0
-    received = Recorder((signal.SIGUSR1, signal.SIGTERM)).install()
-    received.first, received.seen # the first one's number (0: none), all
-    class Forwarded(Recorder):    # a launcher: also passes each one on
-      def react(self, signum): ...
-
 A cluster stops a job with SIGTERM (a time limit, a pre-emption, scancel),
-a scheduler warns with SIGUSR1 before it does (Slurm's `--signal=USR1@N`;
-the job then requeues itself, legacy_hvd/launch/slurm.py), and a user presses
-Ctrl-C. In a trainer the first one only records the request: the trainer
-finishes its step, agrees with the other ranks to stop at the same step,
-and rank 0 saves a checkpoint. A repeated SIGTERM or SIGUSR1 is the same
-request again (Slurm signals a task directly and through srun): it changes
-nothing, and the scheduler's SIGKILL after its grace time is the "now". A
-second SIGINT (a user's second Ctrl-C) restores the default action and
-re-raises, ending the process at once. The launchers (legacy_hvd.launch.slurm,
-legacy_hvd.launch.supervise) record the same way and pass signals on to the job
-they run. Standard library only; Python 3.7-compatible.
+Slurm warns with SIGUSR1 first (`--signal=USR1@N`), a user presses Ctrl-C.
+A trainer only records the first: it finishes its step, the ranks agree to
+stop at the same step, and rank 0 saves a checkpoint. A repeated SIGTERM or
+SIGUSR1 is the same request (Slurm signals a task directly and through srun)
+and changes nothing: the scheduler's SIGKILL is the "now"; a second SIGINT
+ends the process at once. Standard library only; Python 3.7-compatible.
 """
 import os
 import signal
@@ -68,7 +55,6 @@ class StopSignals(Recorder):
 
   @staticmethod
   def exit_code(signum):
-    """The shell's convention for a process ended by `signum`. A rank that
-    stopped because the others agreed to (no signal of its own: 0) exits as
-    one stopped by SIGTERM, the usual stop, not with 128."""
+    """128 + `signum`, the shell's convention; a rank stopped because the
+    others agreed to (signum 0) exits as if by SIGTERM, the usual stop."""
     return 128 + (signum or signal.SIGTERM)

@@ -1,19 +1,13 @@
-"""Reads CIFAR-10 from any of its official layouts into validated numpy arrays.
-
-    data = load(data_dir)     # data_dir None: Keras cache, else embedded data
-    data.train_images         # uint8 [50000, 32, 32, 3] for the real set
-    data.train_labels         # int32 [50000], values 0..9
-    data.test_images, data.test_labels, data.source
+"""Reads CIFAR-10 from any of its official layouts into validated numpy arrays:
+uint8 [N, 32, 32, 3] images and int32 [N] labels 0..9.
 
 Layouts (`data_dir` may name any of them, or a directory holding one):
   cifar-10-batches-bin/   data_batch_1.bin .. data_batch_5.bin, test_batch.bin;
                           each record is 1 label byte + 3,072 pixel bytes
                           (1,024 red, then green, then blue, row-major)
-  cifar-10-batches-py/    data_batch_1 .. data_batch_5, test_batch: pickled
-                          dicts with b"data" uint8 [10000, 3072] (the same
-                          plane order) and b"labels", a list of ints
-  cifar-10-binary.tar.gz / cifar-10-python.tar.gz   either directory, archived;
-                          read in memory, never extracted
+  cifar-10-batches-py/    the same files pickled: dicts with b"data" uint8
+                          [10000, 3072] (the same plane order) and b"labels"
+  cifar-10-binary.tar.gz / cifar-10-python.tar.gz   either, read in memory
 
 Any damage is reported as one `DataError` naming the file and what is wrong.
 """
@@ -140,13 +134,8 @@ def _load_archive(path):
 
 
 def _assemble(contents, reader, train_names, test_name, source):
-  """Reads and parses one file at a time, straight into the result.
-
-  Only one file's bytes are held at once, and each file's pixels are
-  reordered directly into their rows of one array sized from the first file
-  (CIFAR-10's training files are all the same size; it grows if not):
-  the data plus one file at the peak, not three copies of all of it.
-  """
+  """Parses one file at a time straight into its rows of one array sized from
+  the first file: the data plus one file at the peak, not three copies."""
   images, labels, filled = None, [], 0
   for name in train_names:
     label, read = contents[name]
@@ -169,11 +158,10 @@ def _assemble(contents, reader, train_names, test_name, source):
 
 
 def _aligned_empty(count):
-  """An uninitialized uint8 [count, 32, 32, 3] array whose data starts on a
-  64-byte boundary. TensorFlow feeds such an array to a session without
-  copying it; numpy's large arrays start 16 bytes past one, and feeding the
-  training set then copies it whole, raising every rank's peak memory by
-  the size of the training set (docs/performance.md has the figures)."""
+  """An uninitialized uint8 [count, 32, 32, 3] array starting on a 64-byte
+  boundary: TensorFlow feeds such an array without copying it, while numpy's
+  large arrays start 16 bytes past one, and the copy would raise every rank's
+  peak memory by the training set's size (docs/performance.md)."""
   size = count * PIXELS
   buffer = np.empty(size + ALIGN_BYTES, np.uint8)
   offset = -buffer.ctypes.data % ALIGN_BYTES
@@ -231,10 +219,8 @@ def _to_hwc(planes):
 
 
 class _NumpyOnlyUnpickler(pickle.Unpickler):
-  """Unpickles CIFAR-10 batches, refusing any global but numpy's array types.
-
-  A pickle can run arbitrary code when loaded; a data file has no need to.
-  """
+  """Unpickles CIFAR-10 batches, refusing any global but numpy's array types: a
+  pickle can run arbitrary code when loaded; a data file has no need to."""
   NUMPY_NAMES = {"_reconstruct", "ndarray", "dtype", "scalar"}
 
   def find_class(self, module, name):

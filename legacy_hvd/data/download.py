@@ -1,12 +1,9 @@
-"""Downloads the official CIFAR-10 archive, verifies it, extracts it atomically.
+"""Downloads the official CIFAR-10 archive, verifies it, extracts it
+atomically.
 
-    path = download(dest, url=DEFAULT_URL, checksum=DEFAULT_CHECKSUM)
-    # -> dest/cifar-10-batches-py (or -bin), complete, or nothing new at all
-
-The archive is streamed to a private temporary file and hashed on the way;
-a wrong checksum, a damaged archive or an unexpected member leaves `dest` as
-it was. Extraction goes to a temporary directory inside `dest` that is
-renamed into place, so a reader never sees a half-extracted layout.
+The archive is streamed to a private temporary file and hashed on the way; a
+wrong checksum, a damaged archive or an unexpected member leaves `dest` as it
+was, and the extracted layout is renamed into place whole.
 """
 import hashlib
 import os

@@ -1,12 +1,9 @@
-"""A small, deterministic, learnable CIFAR-10-shaped dataset, made on first use.
+"""A small, deterministic, learnable CIFAR-10-shaped dataset, made on first
+use, so the trainer runs anywhere without a download.
 
-    path = ensure_generated()   # .../cifar-10-batches-bin, official binary layout
-
-Used when no real CIFAR-10 is given or cached, so the trainer runs anywhere
-without a download. It is written in the official binary layout and read back
-through the same reader as the real data. Each class is a fixed smooth colour
-pattern, shifted at random and buried in noise: a CNN learns it well above
-chance within an epoch, but not instantly.
+Written in the official binary layout and read by the same reader. Each class
+is a fixed smooth colour pattern, shifted at random and buried in noise: a CNN
+learns it well above chance within an epoch, but not instantly.
 """
 import os
 
@@ -30,11 +27,8 @@ def cache_root():
 
 def ensure_generated(root=None):
   """Writes the dataset under `root` unless present; returns the layout dir.
-
-  Several ranks may call this at once: each file is written to a private
-  temporary name and renamed into place, and the bytes are deterministic, so
-  whichever rename lands last leaves the same file.
-  """
+  Ranks may race: each file is renamed into place and its bytes are
+  deterministic, so the last rename leaves the same file."""
   out = os.path.join(root or cache_root(), "cifar-10-batches-bin")
   names = [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]
   if all(os.path.exists(os.path.join(out, n)) for n in names):

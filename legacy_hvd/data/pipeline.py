@@ -1,19 +1,9 @@
-"""tf.data input pipelines over in-memory CIFAR-10 arrays, one shard per rank.
+"""tf.data pipelines over in-memory CIFAR-10 arrays, one shard per rank:
+(float32 [B, 32, 32, 3] normalized images, int32 [B] labels).
 
-    dataset = train_batches(images_u8, labels_i32, batch_size=64,
-                            num_shards=size, shard_index=rank, seed=s)
-    dataset = test_batches(images_u8, labels_i32, num_shards=size,
-                           shard_index=rank)
-    dataset = synthetic_batches(batch_size=64, seed=s)   # --synthetic
-
-Each returns a `tf.data.Dataset` of (float32 [B, 32, 32, 3] normalized images,
-int32 [B] labels). The inputs may be numpy arrays (TF2 path) or placeholders
-fed once at session start (TF1 path, which keeps the training set's pixels
-out of the GraphDef that MonitoredTrainingSession writes next to every
-checkpoint).
-Works in graph mode and eagerly, on TF 1.15 and TF 2, with the same batches
-on both for the same seed (every random choice is a stateless draw); never
-imports Horovod.
+The TF1 path feeds the arrays through placeholders once, which keeps the
+pixels out of the GraphDef saved beside every checkpoint. Every random
+choice is a stateless draw, so TF 1.15 and TF 2 give the same batches.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -33,13 +23,10 @@ _INVERSE_STD = tuple(float(np.float32(1) / np.float32(s)) for s in CHANNEL_STD)
 def normalize(images):
   """uint8 [..., 32, 32, 3] -> float32 per-channel standardized pixels.
 
-  Multiplies by the reciprocals rather than dividing: Grappler rewrites the
-  division that way in a session's graph but not in every tf.data function
-  on every TensorFlow (one ulp apart); written out, all compute the same.
-  The constants are whole [32, 32, 3] images, not [3] vectors: the same
-  value for every element, but a broadcast over only the leading dimensions
-  runs vectorized, where one over a last dimension of 3 does not, and this
-  runs beside every training step (docs/performance.md has the figure).
+  Multiplies by reciprocals: Grappler rewrites a division that way in a
+  session's graph but not in every tf.data function (one ulp apart). The
+  constants are whole [32, 32, 3] images: a broadcast over leading dimensions
+  runs vectorized, one over a last dimension of 3 does not.
   """
   return (tf.cast(images, tf.float32) - _pixelwise(CHANNEL_MEAN)) * (
       _pixelwise(_INVERSE_STD))
@@ -47,17 +34,13 @@ def normalize(images):
 
 def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
                   augment=False, skip_examples=0):
-  """Endless shuffled training batches of this rank's shard.
+  """Endless shuffled whole batches of this rank's shard.
 
-  The pipeline shuffles example indices, not images: sharding comes before
-  shuffling so the ranks split the examples once and never overlap, and each
-  epoch's order is a stateless permutation keyed by (seed, rank, epoch):
-  different every epoch, the same in every run and on every TensorFlow
-  (tf.data's own shuffle orders the same seed differently on TF 1.15 and
-  TF 2). Pixels are gathered a whole batch at a time. Every rank gets whole
-  batches only (drop_remainder), so all ranks run the same steps.
-  `skip_examples` (an int64 scalar, may be a placeholder) resumes the stream
-  where a run that took that many examples left it: same order, same crops.
+  Example indices are sharded before they are shuffled, so ranks never
+  overlap; each epoch's order is a stateless permutation keyed by (seed, rank,
+  epoch), the same on every TensorFlow (tf.data's shuffle is not).
+  `skip_examples` (int64, may be a placeholder) resumes where a run that took
+  that many examples left off: same order, same crops.
   """
   images = tf.convert_to_tensor(images)
   labels = tf.convert_to_tensor(labels)
@@ -113,12 +96,9 @@ def _pixelwise(per_channel):
 
 
 def _epoch_order(shard, stream, epoch):
-  """int64 [shard size]: `shard` permuted by sorting float64 stateless draws.
-
-  Keyed by (stream, -1 - epoch): negative counters never meet the
-  augmentation's, which are positions >= 0. float64 keys leave ties (whose
-  order a sort may break either way) at odds of about n^2 / 2^53.
-  """
+  """int64 [shard size]: `shard` permuted by sorting float64 stateless draws,
+  keyed by (stream, -1 - epoch), never meeting augmentation's counters (>= 0);
+  float64 keys leave ties at odds of about n^2 / 2^53."""
   keys = tf.random.stateless_uniform(
       tf.shape(shard), seed=tf.stack([tf.constant(stream, tf.int64),
                                       -1 - epoch]), dtype=tf.float64)

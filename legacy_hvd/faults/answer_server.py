@@ -1,11 +1,7 @@
-"""This rank's probe port: a thread that answers every probe, for the
-rank's lifetime, and keeps what the other ranks tell it.
-
-A thread of its own, so that a rank blocked in a collective or busy in a
-step still answers ALIVE (probes.py says what each answer means). What it
-keeps is for the lost-host watch (loss_watch.py): the ranks that said an
-uncaught error ends them, and each survivor's acknowledgement, held open
-until the reporter answers it.
+"""This rank's probe port: a thread of its own, so a rank blocked in a
+collective or busy in a step still answers ALIVE, keeping for the lost-host
+watch the ranks that said an error ends them and each survivor's
+acknowledgement, held open until the reporter answers it.
 """
 import queue
 import threading

@@ -1,23 +1,13 @@
 """A write that fails in the model directory: one line, nothing half-written.
 
-    with failed_writes.end_on_failure(model_dir, tell_others):
-      ... train, write results.json ...     # a failed write ends the rank
-    failed_writes.log_removed_at_start(model_dir)   # rank 0, before training
-    found = failed_writes.cause(error)   # (path, errno) of a failed write, None
-
-A checkpoint, a summary, results.json, the step log or an export that cannot
-be written (a full disk, an exceeded quota, a file system remounted
-read-only, a directory removed under the job) ends the rank in one line
-naming the file and the cause, with the step of the last complete
-checkpoint, which stays the one the `checkpoint` state file names:
-TensorFlow's savers write a checkpoint's files under temporary names and
-name it in the state file only once it is complete. What the failed write
-left (TensorFlow's `<prefix>_temp` staging directory, `.tempstate` files,
-a checkpoint newer than the one named, our `.tmp-<pid>` files) is removed,
-or, on a file system that no longer takes changes, removed by the next
-start, which says so. `tell_others()` is the lost-host watch's
-mark_failed: the other ranks name this one and exit instead of waiting in
-a collective (loss_watch.py). Standard library only; Python 3.7-compatible.
+A checkpoint, summary, results.json, step log or export that cannot be
+written (a full disk, a quota, a read-only remount, a directory removed)
+ends the rank in one line naming the file, the cause and the last complete
+checkpoint: TensorFlow's savers name a checkpoint in the state file only
+once it is complete. What the failed write left is removed, or, on a file
+system that no longer takes changes, removed by the next start, which says
+so. `tell_others()` lets the other ranks name this one instead of waiting
+in a collective. Standard library only; Python 3.7-compatible.
 """
 import contextlib
 import errno
@@ -61,9 +51,8 @@ _CHECKPOINT_FILE = re.compile(
 
 
 def cause(error):
-  """(path or None, errno) when `error` (an OSError, or a TensorFlow error
-  whose message carries the C library's text) is a failed write, else
-  None."""
+  """(path or None, errno) when `error` (an OSError, or a TensorFlow error with
+  the C library's text) is a failed write, else None."""
   if isinstance(error, OSError) and error.errno in ADVICE:
     return error.filename, error.errno
   message = str(getattr(error, "message", error))
@@ -86,9 +75,8 @@ def written_name(path):
 
 
 def describe(path, number, model_dir=None, removed=(), left=()):
-  """The one line: the file and cause, the last complete checkpoint in
-  `model_dir` (None: a job that writes none), what was removed or is
-  left, what to do."""
+  """The one line: file and cause, the last complete checkpoint in `model_dir`
+  (None: a job that writes none), what was removed or is left, what to do."""
   name = errno.errorcode.get(number, str(number))
   line = f"{path or model_dir}: {os.strerror(number).lower()} ({name})"
   if model_dir is None:
@@ -110,9 +98,9 @@ def describe(path, number, model_dir=None, removed=(), left=()):
 
 
 def partial_files(model_dir):
-  """Names in `model_dir` that a failed or interrupted write left:
-  staging names, and checkpoint files newer than the newest the state file
-  names (written, but never named: their save did not complete)."""
+  """Names a failed or interrupted write left in `model_dir`: staging names,
+  and checkpoint files newer than the state file's newest (never named: their
+  save did not complete)."""
   try:
     names = sorted(os.listdir(model_dir))
   except OSError:
@@ -147,8 +135,7 @@ def remove_partial_files(model_dir):
 
 
 def log_removed_at_start(model_dir):
-  """Rank 0, before training: removes what an earlier failed write left,
-  in one line."""
+  """Rank 0, before training: removes what an earlier failed write left."""
   removed, left = remove_partial_files(model_dir)
   if removed:
     logging.warning("Removed what an interrupted write left in %s: %s",
@@ -160,9 +147,8 @@ def log_removed_at_start(model_dir):
 
 
 def end(error, model_dir, tell_others, target=None):
-  """If `error` is a failed write: removes what it left, prints the one
-  line (naming `target`, else the file the error names), has the other
-  ranks told, and ends this process (exit 1). Returns otherwise."""
+  """If `error` is a failed write: removes what it left, prints the one line
+  (naming `target`, else the error's file), tells the others, exits 1."""
   found = cause(error)
   if found is None:
     return
@@ -190,11 +176,9 @@ def end(error, model_dir, tell_others, target=None):
 
 @contextlib.contextmanager
 def end_on_failure(model_dir, tell_others=lambda: None, target=None):
-  """Ends the rank in one line (end()) when a write fails in the block, or
-  in a thread of TensorFlow's (a summary writer's) meanwhile. model_dir:
-  the job's checkpoints, or None for a program that writes none; target:
-  what the line names (an export's --out, whatever temporary name failed),
-  or None: the file the error names."""
+  """end() when a write fails in the block, or meanwhile in a TensorFlow thread
+  (a summary writer's). model_dir None: a program that writes no
+  checkpoints."""
   hook = getattr(threading, "excepthook", None)   # Python >= 3.8
 
   def thread_failed(args):

@@ -1,10 +1,8 @@
-"""Each rank's keeper (stuck_rank_killer.py), from the ranks' side: started
-beside this rank, and asked by the reporting survivor to end a stuck one.
+"""Each rank's keeper (stuck_rank_killer.py), from the ranks' side.
 
 A stuck rank cannot end itself, and on another host than the launcher
 nothing else will (horovodrun ends a remote rank's ssh, not the rank): its
-keeper kills it when asked with its token, which only the job's ranks
-learn (in the roster's gather), so nothing of the job stays on its host.
+keeper kills it when asked with its token, which only the job's ranks learn.
 """
 import os
 import secrets
@@ -41,9 +39,8 @@ def start(address):
 
 
 def end_stuck(ranks, lost):
-  """Asks the keeper of every rank in `lost` that is STOPPED to kill it
-  (a stopped process cannot end itself); the ranks it could not reach.
-  ranks: the roster's Peers, indexed by rank."""
+  """Has the keeper of every STOPPED rank in `lost` kill it; returns the ranks
+  it could not reach. ranks: the roster's Peers."""
   missed = []
   for rank in sorted(r for r, state in lost.items()
                      if state == probes.STOPPED):

@@ -1,17 +1,11 @@
 """The lost-host watch: one surviving rank names what the job lost, in one
 line, and every rank ends with the same exit code.
 
-Two things notice a lost host. A collective fails on a survivor (Gloo's
-time-out for a cut cable, a closed connection for killed ranks): the main
-thread calls LossWatch.check(). Or the launcher, which stops every rank
-(SIGTERM) once one rank's process has ended, reaches a survivor still
-blocked in a collective, where Python runs no signal handler until the
-collective returns (up to the Gloo time-out, later than horovodrun's
-SIGKILL): LossWatch's thread, woken through signal.set_wakeup_fd, probes at
-once. Whichever comes first reports, once per process. A stuck rank ends
-no process and breaks no connection: every collective waits for it until
-Gloo's time-out fails it on the others, so a stuck rank is named at most
-HOROVOD_GLOO_TIMEOUT_SECONDS and one probe after it stopped.
+A failed collective on a survivor calls check(); or the launcher's SIGTERM
+reaches a survivor still blocked in a collective, where Python runs no
+handler until it returns (after horovodrun's SIGKILL), so a thread woken
+through signal.set_wakeup_fd probes at once. A stuck rank breaks nothing:
+it is named once Gloo's time-out fails the collective on the others.
 """
 import concurrent.futures
 import os
@@ -29,23 +23,15 @@ GLOO_TIMEOUT_SECONDS = 30.0   # Horovod's default HOROVOD_GLOO_TIMEOUT_SECONDS
 
 
 class LossWatch:
-  """When ranks are lost, the first survivor calls report(lost) (which
-  prints), waits until every other survivor has acknowledged the loss (it
-  connects and sends ACK; the reporter answers REPORTED), and ends with
-  `exit_code`; the others wait for it (a Gloo time-out, a probe and
-  `head_start` seconds at most: the launcher stops them once the reporter
-  exits), then end with the same code. A reporter that ends without
-  answering died too (Gloo can abort a rank whose peers died in the same
-  collective): the others probe again and the next survivor reports. The
-  reporter has the keepers of stuck ranks kill them before it ends. The
-  watcher does nothing once `stand_down()` is true: this rank is already
-  ending for a reason it reported (a NaN, say), and the ranks that ended
-  first did not die, they stopped. A rank that an uncaught error ends
-  tells the others so before its traceback prints and Horovod shuts down
-  (a sys.excepthook), so they name it rather than fail on in tracebacks
-  of their own.
+  """The first survivor reports and ends with `exit_code`; the others wait.
 
-  roster: the gathered roster.Roster."""
+  The reporter waits until every other survivor acknowledged (one stopped
+  first would find it gone and report again), then has stuck ranks' keepers
+  kill them. A reporter that ends without answering died too: the others
+  probe again. Nothing happens once `stand_down()` is true: this rank is
+  already ending for a reason it reported. An uncaught error tells the others
+  first (a sys.excepthook), so they name it rather than fail in tracebacks.
+  """
 
   def __init__(self, roster, report, exit_code, head_start,
                stand_down=lambda: False):
@@ -57,8 +43,7 @@ class LossWatch:
     self._once = threading.Lock()
 
   def start(self):
-    """Watches for the launcher's stop signals and for an uncaught error
-    (call from the main thread)."""
+    """From the main thread: watches for stop signals and uncaught errors."""
     raised = sys.excepthook
 
     def mark_failed_then_print(*error):
@@ -74,10 +59,8 @@ class LossWatch:
     return self
 
   def mark_failed(self):
-    """An error ends this rank (one it reported itself, or one nobody
-    caught): from now on it answers probes FAILED, and it tells every other
-    rank so at once (a probe after its process has ended could only say
-    that it ended), so that they name it."""
+    """This rank answers probes FAILED from now on and tells the others at once
+    (a probe after it ended could only say it ended), so that they name it."""
     roster = self._roster
     roster.server.answer_failed()
     notice = probes.FAILED_NOTICE + str(roster.rank).encode() + b"\n"
@@ -87,8 +70,7 @@ class LossWatch:
                     others))
 
   def wait_others_gone(self, seconds):
-    """After the job's end: until the other ranks have ended, at most
-    `seconds` (Roster.wait_others_gone)."""
+    """Until the other ranks have ended, at most `seconds`."""
     self._roster.wait_others_gone(seconds)
 
   def _watch(self, read_end):
@@ -138,11 +120,9 @@ class LossWatch:
     os._exit(self._exit_code)
 
   def _acknowledge(self, reporter, seconds):
-    """Tells rank `reporter` that this rank saw the loss too and stays
-    quiet, then waits up to `seconds` for its word that it has reported.
-    False if the reporter ended without that word: it died too (a Gloo
-    abort in the same failed collective, say), so the loss is this rank's
-    to report."""
+    """Tells `reporter` this rank saw the loss too, then waits up to `seconds`
+    for its word that it reported; False if it ended without it (it died too).
+    """
     try:
       peer = self._roster.ranks[reporter]
       with socket.create_connection((peer.address, peer.port),
@@ -156,9 +136,8 @@ class LossWatch:
       return False
 
   def _await_acknowledgements(self, count, seconds):
-    """The reporter, once it has printed: waits until `count` ranks
-    acknowledged, for `seconds` at most, and answers each that the loss is
-    reported."""
+    """The reporter: answers up to `count` acknowledgements, for `seconds` at
+    most."""
     deadline = time.monotonic() + seconds
     seen = 0
     while seen < count:

@@ -1,14 +1,9 @@
-"""What ranks send each other on their probe ports, and the probe that
-tells a rank that runs from one that is gone, stuck or failed.
-
-Each rank answers on a TCP port of its host's address (answer_server.py).
-Once the rank's process has died, its host refuses connections at once;
-when the host is unreachable (its cable cut, the machine down), they time
-out; when the process is stopped (SIGSTOP) or stuck, the kernel still
-completes the connection but no answer comes; a rank that an uncaught
-error ends answers FAILED. So after a failed allreduce a surviving rank can
-tell which ranks are gone, stuck or failed, with nothing added to the
-training loop. Standard library only.
+"""What ranks send each other on their probe ports, and the probe that tells a
+running rank from one that is gone, stuck or failed, with nothing added to
+the training loop: a dead process's host refuses at once, an unreachable
+host times out, a stopped (SIGSTOP) or stuck process is connected by the
+kernel but never answers, and a rank an error ends answers FAILED.
+Standard library only.
 """
 import socket
 
@@ -57,8 +52,8 @@ def probe(address, port):
 
 
 def tell(address, port, message):
-  """Sends `message` to the rank at address:port, if it takes it within
-  NOTICE_SECONDS."""
+  """Sends `message` to the rank at address:port within NOTICE_SECONDS, if it
+  takes it."""
   try:
     with socket.create_connection((address, port),
                                   timeout=NOTICE_SECONDS) as connection:

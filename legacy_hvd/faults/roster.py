@@ -1,12 +1,9 @@
 """Where every rank of the job runs, how to reach it, and which ranks are
 lost, in the words of the one error line that names them.
 
-Every rank opens its probe port (answer_server.py) and starts its keeper
-(keepers.py); one allgather of a few bytes per rank then tells every rank
-where all the others run. `allgather_rows` is given by the entry point (this
-module does not import Horovod). After a failed collective a survivor
-probes the others (probes.py) and names a whole host lost, part of one (a
-stuck rank, or one that died of the loss), or a rank that an error ended.
+One allgather of a row per rank tells every rank where the others' probe
+ports and keepers are; `allgather_rows` comes from the entry point (no
+Horovod here).
 """
 import collections
 import concurrent.futures
@@ -52,9 +49,8 @@ class Roster:
 
   @classmethod
   def listen(cls, rank):
-    """Opens this rank's port on the address its hostname resolves to (the
-    address Horovod's Gloo uses too; without one, on loopback), answers
-    probes there from a thread, and starts the rank's keeper."""
+    """Opens this rank's probe port on its hostname's address (Gloo's too; else
+    loopback), answers from a thread, and starts the rank's keeper."""
     try:
       address = socket.gethostbyname(host_name())
     except OSError:
@@ -90,9 +86,8 @@ class Roster:
     return found
 
   def lost(self):
-    """{rank: GONE, UNREACHABLE, STOPPED or FAILED} for every other rank
-    that does not answer (FAILED: it said so, whether it has ended yet
-    or not)."""
+    """{rank: GONE, UNREACHABLE, STOPPED or FAILED} for every other rank that
+    does not answer (FAILED: it said so, ended yet or not)."""
     others = [r for r in range(len(self.ranks)) if r != self.rank]
     with concurrent.futures.ThreadPoolExecutor(max(1, len(others))) as pool:
       states = list(pool.map(
@@ -102,9 +97,8 @@ class Roster:
             for r, state in zip(others, states) if state}
 
   def wait_others_gone(self, seconds):
-    """Returns once every other rank's process has ended (its probe port
-    refuses), or after `seconds`. One probe at a time: this runs at exit
-    too (atexit), where no new thread may start."""
+    """Returns once every other rank has ended, or after `seconds`. One probe
+    at a time: this runs at exit too, where no new thread may start."""
     deadline = time.monotonic() + seconds
     left = [r for r in range(len(self.ranks)) if r != self.rank]
     while left and time.monotonic() < deadline:
@@ -118,11 +112,10 @@ class Roster:
     return min(r for r in range(len(self.ranks)) if r not in lost)
 
   def describe(self, lost):
-    """'host lh2 (ranks 2, 3: processes ended)' for each host whose ranks
-    are all lost, then 'rank 1 of 2 on host lh1 (...)' for a part of a
-    host (a stuck rank, or one that died of the loss: its host is still
-    up), then 'rank 0 on host lh1 failed' for each rank that an error
-    ended (its host is not lost)."""
+    """'host lh2 (ranks 2, 3: processes ended)' per wholly lost host, then
+    'rank 1 of 2 on host lh1 (...)' per part of one (a stuck rank, or one that
+    died of the loss), then 'rank 0 on host lh1 failed' per rank an error
+    ended."""
     whole, part = [], []
     for host, ranks in self.hosts().items():
       gone = [r for r in ranks if r in lost and lost[r] != probes.FAILED]

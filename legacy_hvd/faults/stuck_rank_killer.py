@@ -1,21 +1,12 @@
-"""A rank's keeper: a small process beside it that can end it when it is
-stuck.
+"""A rank's keeper: a small process beside it that can end it when it is stuck.
 
     python -m legacy_hvd.faults.stuck_rank_killer RANK_PID ALIVE_FD LISTEN_FD < TOKEN
-    # started by keepers.start(); never by hand
 
-A rank that is stopped (SIGSTOP), or wedged in the kernel, runs no code of
-its own, so nothing inside it can end it; and on another host than the
-launcher nothing else will (horovodrun ends a remote rank's ssh, not the
-rank). Its keeper, a separate process on the same host, listens on
-LISTEN_FD (a socket the rank made and published in its roster row) and,
-when a surviving rank sends END followed by TOKEN (read from stdin: a
-command line is readable by every user of the host), kills the rank with
-SIGKILL (which ends a stopped process too) and exits. It exits by itself
-when the rank ends: ALIVE_FD is the read end of a pipe whose only write end
-the rank holds, so it reads end-of-file then, however the rank ended.
-
-Standard library only (it must start fast and small, beside every rank);
+A stopped or wedged rank runs no code of its own. Its keeper listens on
+LISTEN_FD and, sent END and TOKEN (from stdin: a command line is readable by
+every user of the host), SIGKILLs the rank (which ends a stopped process too).
+It exits when the rank ends: ALIVE_FD is the read end of a pipe whose only
+write end the rank holds. Standard library only (it starts beside every rank);
 Python 3.7-compatible.
 """
 import os

@@ -1,11 +1,5 @@
 """The Slurm launcher's tasks in an image: Charliecloud's `ch-run` of the
 directory `ch-convert` makes of a `make image` image (docs/containers.md).
-
-    binds = container.binds(image, ["/scratch/runs:/runs"], True,
-                            "/runs/cifar10")    # judged on this node
-    container.outside("/runs/cifar10", binds)   # /scratch/runs/cifar10
-    ["srun", ..., *container.task_command(image, binds), "-m", ...]
-
 Every check runs before any rank starts and fails in one line.
 Python 3.7-compatible, as the launcher is.
 """
@@ -24,11 +18,9 @@ NOT_STARTED = "; no rank was started"
 
 
 def binds(image, bind_values, needs_horovod, model_dir):
-  """[(SRC, DST)] of the --bind values for `image` (None: no image): the
-  image a legacy-hvd one, with Horovod when the trainer needs it; each SRC
-  a directory of this node; each DST one of the image's (ch-run mounts
-  onto what exists: the image is read-only); the model directory under
-  one of them (the launcher reads it too)."""
+  """[(SRC, DST)] of the --bind values for `image` (None: no image), each SRC a
+  directory of this node, each DST an existing one of the image (ch-run mounts
+  onto what exists: the image is read-only), the model directory under one."""
   if not image:
     if bind_values:
       raise cli.UserError("--bind needs --image (it mounts into the image)"
@@ -70,8 +62,8 @@ def binds(image, bind_values, needs_horovod, model_dir):
 
 
 def outside(path, pairs):
-  """The node's path of the image's `path` (the model directory the
-  launcher itself reads): through the innermost bind that holds it."""
+  """The node's path of the image's `path`, through the innermost bind holding
+  it."""
   for source, target in sorted(pairs, key=lambda pair: -len(pair[1])):
     if path == target or path.startswith(target + "/"):
       return source + path[len(target):]
@@ -79,9 +71,9 @@ def outside(path, pairs):
 
 
 def task_command(image, pairs):
-  """The argv that starts each task's side: this Python, or the image's
-  under ch-run (its own PATH, the venv first; HOME on a private /tmp:
-  the image is read-only, and the node's /tmp is every user's)."""
+  """The argv that starts each task's side: this Python, or the image's under
+  ch-run (HOME on a private /tmp: the image is read-only, the node's /tmp is
+  every user's)."""
   if not image:
     return [sys.executable]
   command = ["ch-run", "-t", "--set-env", "--set-env=HOME=/tmp"]

@@ -1,17 +1,11 @@
 """Where the supervisor can launch the job next: the hosts still reachable,
 or those a host-discovery script names, without the hosts the job lost.
 
-    pool = host_pool.HostPool(hosts, script, ssh_timeout, ssh_port)
-    hosts, unreachable = pool.available()   # [(host, slots)], {host: why}
-    pool.drop({"lh2": "process ended"})  # never again in this job
-
-A host the job lost (its ranks ended, or it became unreachable, or a rank
-of it stopped answering) is left out of every later launch, as Elastic
-Horovod blacklists the host of a failed worker. A host that does not take
-an ssh login in batch mode now (as horovodrun logs in) is left out of this
-launch only. The first host stays first while it remains: it runs rank 0,
-which owns the model directory. No Horovod, no TensorFlow; Python
-3.7-compatible.
+A lost host is left out of every later launch, as Elastic Horovod
+blacklists a failed worker's host; one that takes no batch-mode ssh login
+now (as horovodrun logs in) is left out of this launch only. The first
+host stays first while it remains: it runs rank 0, which owns the model
+directory. No Horovod, no TensorFlow; Python 3.7-compatible.
 """
 import concurrent.futures
 import subprocess
@@ -64,9 +58,8 @@ class HostPool(object):
     self.lost.update(lost)
 
   def available(self):
-    """([(host, slots)] to launch on, the first host first while it
-    remains; {host: why} of the candidates left out as unreachable now).
-    The hosts lost earlier are left out without a word."""
+    """([(host, slots)] to launch on, the first host first; {host: why} of the
+    candidates unreachable now). Hosts lost earlier are left out silently."""
     hosts = [(h, s) for h, s in self.candidates() if h not in self.lost]
     left_out = {}
     with concurrent.futures.ThreadPoolExecutor(max(1, len(hosts))) as pool:
@@ -79,8 +72,8 @@ class HostPool(object):
     return hosts, left_out
 
   def unreachable(self, host):
-    """None if `host` takes an ssh login in batch mode now (or is this
-    machine, where horovodrun needs none), else why not."""
+    """None if `host` takes a batch-mode ssh login now (or is this machine,
+    where horovodrun needs none), else why not."""
     if hostlists.is_local(host):
       return None
     argv = hostlists.ssh_command(host, self._ssh_timeout, self._ssh_port)

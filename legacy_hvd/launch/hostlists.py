@@ -1,20 +1,10 @@
 """Host lists as horovodrun reads them, and which of them is this machine.
 
-    hosts = hostlists.parse_hosts("lh1:2,lh2:2")    # [("lh1", 2), ("lh2", 2)]
-    hosts = hostlists.parse_hostfile("hosts")      # "lh1 slots=2" lines
-    hosts = hostlists.parse_discovered(script, its_output)  # "lh1:2" lines
-    hostlists.hosts_arg(hosts)                     # "lh1:2,lh2:2" (-H)
-    hostlists.slot_count(hosts)                    # 4: horovodrun's -np
-    hostlists.is_local("lh1")                      # an address of this machine?
-    hostlists.interfaces()                         # {"eth0": "198.18.0.1"}
-    hostlists.ssh_command("lh2", 10, port)         # ssh as horovodrun logs in
-
 What horovodrun cannot use, or would use otherwise than meant, is refused
-before any host is contacted: one line per bad item, then exit (a usage
-error for -H, an input error for a hostfile). The pre-flight check and the
-supervisor read hosts here, so both read them as strictly, and log in to
-them with the same ssh command. No Horovod, no
-TensorFlow; Python 3.7-compatible.
+before any host is contacted: one line per bad item, then exit. The
+pre-flight check and the supervisor read hosts here, so both read them as
+strictly and log in with the same ssh command. No Horovod, no TensorFlow;
+Python 3.7-compatible.
 """
 import fcntl
 import re
@@ -86,10 +76,9 @@ def parse_hostfile(path):
 
 
 def parse_discovered(script, output, exit_code=cli.INPUT_ERROR):
-  """What a host-discovery script printed -> [(host, slots)]: one host a
-  line, `host:slots` or `host` (one slot), as Elastic Horovod's
-  --host-discovery-script prints them; blank lines are skipped. One line
-  per bad line of it, then exit."""
+  """A host-discovery script's output -> [(host, slots)]: `host:slots` or
+  `host` (one slot) a line, as Elastic Horovod reads it; one line per bad line.
+  """
   entries = []
   for number, line in enumerate(output.splitlines(), 1):
     if not line.strip():
@@ -106,10 +95,9 @@ def parse_discovered(script, output, exit_code=cli.INPUT_ERROR):
 
 
 def _checked_hosts(entries, form, exit_code):
-  """[(source, where in it, host, slots text)] -> [(host, slots)]; or one
-  error line per entry that horovodrun cannot use (or would use otherwise
-  than meant), then exit with `exit_code`. An entry without a host (None)
-  may say why in its slots text."""
+  """[(source, where, host, slots text)] -> [(host, slots)], or one error line
+  per entry horovodrun cannot use, then exit. A None host may say why in its
+  slots text."""
   found, hosts, first_seen = [], [], {}
   for source, where, name, slots in entries:
     at = "{}: {}".format(source, where)
@@ -157,10 +145,8 @@ def is_local(host):
 
 
 def ssh_command(host, timeout, port=None):
-  """The ssh argv (the remote command to be added) that logs in to `host`
-  as horovodrun does: in batch mode (no password, no prompt), without
-  asking about an unknown host key, giving up on the connection after
-  `timeout` seconds; on `port`, else ssh's default."""
+  """The ssh argv (the remote command to be added) that logs in to `host` as
+  horovodrun does: batch mode, no host-key question, `timeout` seconds."""
   argv = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
           "-o", "ConnectTimeout={}".format(timeout)]
   if port:

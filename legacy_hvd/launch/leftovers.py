@@ -1,18 +1,11 @@
 """The processes a run left behind, found on each host by the mark its
 launcher put in their environment.
 
-    env = dict(os.environ, **leftovers.mark(run_id, round_number))
-    ... the round's ranks run with env (horovodrun or srun passes it on) ...
-    left = leftovers.wait_gone(run_id, hosts, command_on, seconds)
-    # {host: ["1234 python -m legacy_hvd.train ...", ...]}: still there
-
-A relaunch (the supervisor's, or a requeued Slurm job's) starts only once
-the ranks of the rounds before it, and every process they started, are
-gone: on a GPU node a rank still exiting holds its GPU's memory, and a
-rank still running writes beside the new ones. Every process of a round
-inherits the mark (LEGACY_HVD_ROUND=<run>.<round>), so one `grep` over
-/proc/*/environ on each host finds them, over ssh or srun; the check
-itself carries no mark. No Horovod, no TensorFlow; Python 3.7-compatible.
+A relaunch starts only once every process of the runs before it is gone: on
+a GPU node a rank still exiting holds its GPU's memory, and one still
+running writes beside the new ones. Every process of a round inherits
+LEGACY_HVD_ROUND=<run>.<round>, so one `grep` over /proc/*/environ on each
+host finds them. No Horovod, no TensorFlow; Python 3.7-compatible.
 """
 import re
 import subprocess
@@ -38,9 +31,8 @@ def script(run_id):
 
 
 def marked_on(run_id, hosts, command_on):
-  """{host: [process lines]} of the hosts where some remain.
-  command_on(host, shell_command) -> argv that runs it on that host; a
-  host that does not answer is left out (nothing can be said of it)."""
+  """{host: [process lines]} where some remain; command_on(host, command) ->
+  the argv that runs it there. A host that does not answer is left out."""
   found = {}
   for host in hosts:
     try:
@@ -56,9 +48,8 @@ def marked_on(run_id, hosts, command_on):
 
 
 def wait_gone(run_id, hosts, command_on, seconds):
-  """Waits up to `seconds` until no host holds a marked process of
-  `run_id`; {host: [process lines]} of what is still there (empty: all
-  gone)."""
+  """Waits up to `seconds` until no host holds a marked process of `run_id`;
+  {host: [process lines]} of what is left."""
   deadline = time.monotonic() + seconds
   while True:
     left = marked_on(run_id, hosts, command_on)

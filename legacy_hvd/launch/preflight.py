@@ -2,32 +2,22 @@
 
     python -m legacy_hvd.launch.preflight -H lh1:2,lh2:2 --data_dir=DIR \\
         [--model_dir=DIR] [--network_interface=eth0]
-    python -m legacy_hvd.launch.preflight --hostfile=FILE --data_dir=DIR
 
-Run it on the host you will launch from, with the Python that will run the
-job. For every host, over ssh in batch mode (no password, no prompt: as
-horovodrun connects), it runs that same Python there and checks:
+Run it on the launching host, with the Python that will run the job. Over
+batch-mode ssh (as horovodrun connects) it runs that Python on every host
+and checks:
 
-  ssh        the host is reachable by ssh in batch mode (the launching
-             host itself runs the check directly, as horovodrun runs its
-             ranks: "local" in the table);
-  stack      the same Python, TensorFlow and Horovod versions and the same
-             Horovod build (controllers, GPU operations) as the first host;
-  hostname   the host's name resolves to an address on the interface the
-             job will use (Horovod builds its Gloo contexts on the address
-             of the hostname, whatever --network-interface says);
+  ssh        the host is reachable (the launching host runs it directly);
+  stack      the same Python, TensorFlow, Horovod and Horovod build as the
+             first host;
+  hostname   the host's name resolves to an address on the job's interface
+             (Gloo uses the hostname's address, whatever
+             --network-interface says);
   data       --data_dir exists there and validates (every host reads its own);
-  model_dir  --model_dir is writable on the host where horovodrun will
-             start rank 0.
+  model_dir  --model_dir is writable on rank 0's host.
 
-A hostfile (or -H) that horovodrun cannot use, or would use otherwise than
-meant (a slot count that is not a number, zero slots, a host listed twice,
-a blank or comment line: horovodrun 0.28.1 reads every line as a host), is
-refused before any host is contacted, one line per bad line, exit 1.
-
-It prints one table, then one line per problem, and exits 1 if there is any
-(0 otherwise). Most reports of a multi-host Horovod job that hangs in
-hvd.init() or dies at once are one of these checks failing. Python
+One table, then one line per problem, exit 1 if any. Most multi-host jobs
+that hang in hvd.init() or die at once fail one of these. Python
 3.7-compatible: it runs on the TF 1.15 stack too.
 """
 import concurrent.futures

@@ -1,28 +1,14 @@
 """How one run of a trainer (a horovodrun, or an srun step) ended, read from
 what its ranks wrote.
 
-    code, lines = run_outcome.run_reading(argv, started)   # output passed
-                                         # through, every line read
-    lines = run_outcome.Lines()          # or given every line the job prints
-    lines.add(text)
-    mark = run_outcome.results_mark(model_dir)          # before the launch
-    outcome = lines.outcome(code, model_dir, mark)      # after it
-    outcome.kind      # TRAINED, LOST, FAILED or OTHER
-    outcome.what      # what the ranks said was lost ("host lh2 (...)")
-    outcome.dropped   # {host: why}: hosts a relaunch leaves out
-    outcome.line      # the ranks' one line about it
-    run_outcome.record_restarts(model_dir, restarts)    # into results.json
-
-horovodrun's own exit code cannot be trusted after a stopped rank (it can
-read 0), so a run is judged as the docs say: it trained if rank 0 wrote
-results.json during it; otherwise the first surviving rank's one line
-(legacy_hvd/training/job_faults.py, report_lost_peers) says what was lost:
+horovodrun's exit code cannot be trusted after a stopped rank (it can read
+0), so a run trained if rank 0 wrote results.json during it; otherwise the
+first surviving rank's one line says what was lost:
   "lost host lh2 (rank 1: process ended); this run stops. ..."
   "rank 0 on host lh1 failed (see its error); this run stops. ..."
-(under horovodrun alone, "the job stops" and an error line).
 The first is a lost or stuck host: a relaunch may succeed. The second is a
 rank's own error: relaunching would meet it again. No Horovod, no
-TensorFlow (the launcher side); Python 3.7-compatible.
+TensorFlow; Python 3.7-compatible.
 """
 import os
 import re
@@ -58,10 +44,8 @@ RELAY_SECONDS = 10   # for the output's last lines once the launcher ended
 
 
 def run_reading(argv, started=None, **popen_kwargs):
-  """Runs `argv` (horovodrun or srun) to its end, its stdout and stderr
-  passed through to ours and every line read; (its exit code, the Lines).
-  started(process): called once it runs (a signal handler forwards to
-  it)."""
+  """Runs `argv` to its end, its output passed through and every line read;
+  (its exit code, the Lines). started(process) is called once it runs."""
   lines = Lines()
   process = subprocess.Popen(argv, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, **popen_kwargs)
@@ -134,8 +118,7 @@ class Lines(object):
 
 
 def lost_hosts(describe):
-  """{host: why} of the hosts a relaunch leaves out, from the lost line's
-  description of what was lost."""
+  """{host: why} of the hosts a relaunch leaves out, from the lost line."""
   dropped = {}
   for item in describe.split("; "):
     whole = _WHOLE_HOST.match(item)
@@ -167,8 +150,7 @@ def results_written(model_dir, mark):
 
 
 def record_restarts(model_dir, restarts):
-  """Adds "restarts" (a list, one dict per restart) to results.json, in an
-  atomic rewrite (json_files.py): the complete file or the old one. The
+  """Adds "restarts" (one dict per restart) to results.json atomically; the
   path written, or None when results.json is not visible here."""
   path = os.path.join(model_dir, RESULTS_FILE)
   results = json_files.read_json(path)

@@ -5,18 +5,12 @@ before it starts ranks over ssh, then starts them with srun instead.
     sbatch -N 2 --ntasks-per-node=2 slurm/train.sbatch \\
         [--module=legacy_hvd.train_tf2] [--preflight] [--max_restarts=3] \\
         [--image=DIR --bind=/scratch:/runs] [trainer flags]
-    # slurm/train.sbatch: exec python -m legacy_hvd.launch.slurm "$@"
 
-Bad flags, an image or bind that is not there, a --min_nodes the job's
-submission cannot honour: one line, FAILED, no rank started. Each task
-becomes its rank in legacy_hvd/launch/slurm_task.py. Every rank is a task of
-the step, so Slurm signals it on scancel, time limit and pre-emption, and
-nothing of it outlives the job. How the job ends (COMPLETED, requeued after
-a warning or a lost node within --max_restarts, FAILED in one line) is
-docs/slurm.md's table.
-
-Imports no trainer, TensorFlow or Horovod's frameworks (only Horovod's
-launcher pieces). Python 3.7-compatible.
+Bad input ends the job in one line, FAILED, before any rank starts. Every
+rank is a task of the step, so Slurm signals it on scancel, time limit and
+pre-emption, and nothing of it outlives the job; how the job ends is
+docs/slurm.md's table. Imports no trainer, TensorFlow or Horovod's
+frameworks (only its launcher pieces). Python 3.7-compatible.
 """
 import getpass
 import os
@@ -83,10 +77,9 @@ def allocation(env):
 
 # -- the batch script's side -------------------------------------------------
 class Received(signals.Recorder):
-  """What the batch shell received: SIGUSR1, a requeue request passed on to
-  the ranks through srun; SIGTERM, Slurm ending the job (it signals the
-  tasks itself, and srun once more), recorded so that it does not end this
-  shell before the ranks have stopped."""
+  """What the batch shell received: SIGUSR1, a requeue request passed on to the
+  ranks; SIGTERM, recorded so that it does not end this shell before the
+  ranks have stopped (Slurm signals the tasks itself)."""
 
   def __init__(self):
     super().__init__((signal.SIGUSR1, signal.SIGTERM))
@@ -111,8 +104,8 @@ def launcher_flags():
 
 
 def parse(argv):
-  """(the launcher's flags, the trainer's arguments): every argument the
-  launcher does not define goes to the trainer unchanged, in its order."""
+  """(the launcher's flags, the trainer's arguments): what the launcher does
+  not define goes to the trainer unchanged, in order."""
   values = launcher_flags()
   if {"--help", "-h", "--helpfull"} & set(argv):
     print("usage: sbatch ... slurm/train.sbatch [launcher flags] [trainer "
@@ -239,9 +232,9 @@ def launch(args, trainer_args, binds, env):
 
 
 def requeue_after_loss(outcome, ledger, args, job, plan, directory):
-  """The ranks named a lost host or rank: requeued without the node that
-  failed (not one whose ranks merely ended of the loss), within
-  --max_restarts counted across requeues; else one line, FAILED."""
+  """The ranks named a lost host or rank: requeued without the node that failed
+  (not one whose ranks merely ended of the loss), within --max_restarts
+  across requeues; else one line, FAILED."""
   step = checkpoint_state.latest_step(directory)
   dropped = sorted(outcome.dropped)
   if len(ledger.restarts) >= args.max_restarts:
@@ -276,9 +269,8 @@ def requeue_after_loss(outcome, ledger, args, job, plan, directory):
 
 
 def wait_for_leftovers(run_id, job, nodes):
-  """A requeued job starts its ranks only once no process of its earlier
-  runs is left on this allocation's nodes (a node it ran on before and
-  does not hold now is out of its reach: Slurm ended the job there)."""
+  """A requeued job starts its ranks only once no process of its earlier runs
+  is left on this allocation's nodes (Slurm ended the job on the others)."""
   left = leftovers.wait_gone(run_id, nodes, on_node, LEFTOVER_SECONDS)
   if left:
     cli.fail("job {}: processes of its earlier run still running after "
@@ -294,10 +286,9 @@ def on_node(node, command):
 
 
 def requeue_reason(received, code, job):
-  """Why the job should run again, or None: the ranks were stopped by the
-  early warning (SIGUSR1 to the batch shell or to them), or by a SIGTERM
-  to the tasks alone while the job still runs (a pre-emption's GraceTime;
-  scancel and a time limit have already ended the job in Slurm)."""
+  """Why the job should run again, or None: the early warning (SIGUSR1), or a
+  SIGTERM to the tasks alone while the job still runs (a pre-emption's
+  GraceTime; scancel and a time limit have ended the job in Slurm)."""
   if received.requeue or code == STOPPED_FOR_REQUEUE:
     return "SIGUSR1"
   if code == STOPPED_BY_TERM and job_state(job) == "RUNNING":
@@ -314,8 +305,8 @@ def job_state(job):
 
 
 def preflight(hosts, trainer_args, interface, env):
-  """legacy_hvd.launch.preflight on the allocation's hosts; ends the job if any
-  check fails (its lines say which)."""
+  """legacy_hvd.launch.preflight on the allocation's hosts; ends the job if a
+  check fails."""
   values = absl_flags.FlagValues()
   absl_flags.DEFINE_string("data_dir", None, "", flag_values=values)
   values(["trainer"] + list(trainer_args), known_only=True)

@@ -1,11 +1,8 @@
 """Each srun task of the Slurm launcher (legacy_hvd.launch.slurm) becomes
 one rank: rank SLURM_PROCID of the launcher's plan, given the HOROVOD_*
 variables horovodrun gives a rank of that slot, then the trainer by exec.
-
-    srun ... python -m legacy_hvd.launch.slurm_task MODULE [trainer flags]
-
-Started by the launcher only, never by hand. Python 3.7-compatible; no
-TensorFlow, no Horovod.
+Started by the launcher only. Python 3.7-compatible; no TensorFlow, no
+Horovod.
 """
 import collections
 import os

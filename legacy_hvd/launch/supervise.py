@@ -2,33 +2,17 @@
 
     python -m legacy_hvd.launch.supervise -H lh1:1,lh2:1,lh3:1 --min_np=2 \\
         --max_restarts=3 -- python -m legacy_hvd.train --model_dir=DIR ...
-    python -m legacy_hvd.launch.supervise --hostfile=FILE ... -- COMMAND
-    python -m legacy_hvd.launch.supervise --host_discovery_script=S ... -- COMMAND
 
-For clusters without a scheduler to relaunch a job (torchrun's elastic
-agent and Elastic Horovod do it for their own jobs; Elastic Horovod does
-not work with MonitoredTrainingSession). On the launching host, usually
-the first host (rank 0's):
-  1. takes the hosts still available: those of -H or the hostfile that take
-     an ssh login now, or those the discovery script prints now, less every
-     host the job lost (host_pool.py); the first host stays first;
-  2. stops if they hold fewer than --min_np slots (exit 75: requeue);
-  3. runs `horovodrun --gloo -np <slots> -H <hosts> COMMAND`, passing the
-     ranks' output through and reading their lines (run_outcome.py);
-  4. when rank 0 wrote results.json in that run: adds the restarts to it
-     and exits 0. When the ranks named a lost host or a stuck rank: leaves
-     that host out, prints one line (restart k of --max_restarts, what was
-     dropped and why, the step it resumes from) and goes back to 1; once
-     the restarts are used up it stops (exit 75: requeue). When a rank
-     failed on its own error: stops (exit 70; relaunching would meet it
-     again). Anything else (the trainer's bad input, say): the job's code.
-The trainer itself resumes from its last checkpoint, and adapts the
-learning rate, shards and steps per epoch to the new world size.
-
-SIGTERM, SIGINT and SIGUSR1 are passed to horovodrun (the ranks checkpoint
-and stop at one agreed step); the supervisor then exits 128+signal and
-relaunches nothing. The launcher side: imports no trainer, TensorFlow or
-Horovod (it runs horovodrun). Python 3.7-compatible.
+For clusters without a scheduler to relaunch a job (Elastic Horovod does
+not work with MonitoredTrainingSession). It runs `horovodrun --gloo` on
+the hosts still available (host_pool.py) and reads the ranks' lines
+(run_outcome.py): when rank 0 wrote results.json it records the restarts
+and exits 0; when a host was lost it leaves it out and relaunches, within
+--max_restarts and --min_np (else exit 75: requeue); a rank's own error
+exits 70 (a relaunch would meet it again). The trainer resumes from its
+last checkpoint at the new world size. Stop signals are passed to
+horovodrun; the supervisor then exits 128+signal. Imports no trainer,
+TensorFlow or Horovod. Python 3.7-compatible.
 """
 import os
 import shutil
@@ -97,8 +81,8 @@ class Stop(signals.Recorder):
 
 def launch(hosts, command, stop, env):
   """Runs the job on `hosts` to its end, its output passed through;
-  (horovodrun's exit code, run_outcome.Lines of what it printed). `env`:
-  horovodrun's, which it passes on to every rank."""
+  (horovodrun's exit code, run_outcome.Lines). `env` is passed on to every
+  rank."""
   # Horovod: Gloo (the supervisor reads the lost-host lines that the
   # trainers print over Gloo); one rank per slot of the hosts left.
   argv = [horovodrun(), "--gloo", "-np", str(hostlists.slot_count(hosts)),
@@ -131,9 +115,8 @@ def ranks(hosts):
 
 
 def trainer_of(command):
-  """(the legacy_hvd trainer `command` runs, its arguments), or (None,
-  None): `python -m legacy_hvd.train_tf2 ...` or `legacy-hvd-train-tf2
-  ...`."""
+  """(the legacy_hvd trainer `command` runs, its arguments), or (None, None).
+  """
   name, args = split_command(command)
   scripts = {"legacy-hvd-" + module.split(".")[1].replace("_", "-"): module
              for module in trainer_flags.TRAINERS}
@@ -142,8 +125,8 @@ def trainer_of(command):
 
 
 def check_input(command, given):
-  """Bad input ends here, before anything starts: one line, exit 2 (the
-  trainer's flags judged as the trainer would judge them)."""
+  """Bad input (the trainer's flags judged as the trainer would) ends here,
+  before anything starts: one line, exit 2."""
   if not command:
     cli.fail("no command to run: give it after --, e.g. -- python -m "
              "legacy_hvd.train --model_dir=DIR", cli.USAGE_ERROR)
@@ -223,9 +206,8 @@ def main(argv):
 
 
 def wait_for_leftovers(run_id, hosts):
-  """Waits until no process of the last run is left on `hosts` (the ones
-  it used; one that takes no ssh login now is not checked); one line, exit
-  75, if some are still there after LEFTOVER_SECONDS."""
+  """Waits until no process of the last run is left on `hosts` (those taking an
+  ssh login now); one line, exit 75, if some remain after LEFTOVER_SECONDS."""
   def command_on(host, command):
     if hostlists.is_local(host):
       return ["sh", "-c", command]

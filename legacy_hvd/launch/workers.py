@@ -2,22 +2,15 @@
 job's ranks: one process per slot of the hosts, each told the cluster by
 TF_CONFIG.
 
-    python -m legacy_hvd.launch.workers -H localhost:4 -- \\
+    python -m legacy_hvd.launch.workers -H lh1:2,lh2:2 [--port=23456] -- \\
         python -m legacy_hvd.train_mwms --batch_size=64
-    python -m legacy_hvd.launch.workers -H lh1:2,lh2:2 [--port=23456] -- ...
 
 TensorFlow ships no launcher: MultiWorkerMirroredStrategy reads the cluster
-from TF_CONFIG (or from a cluster resolver: under Slurm,
-legacy_hvd.launch.slurm needs none). Worker k of a host listens on --port +
-k; rank 0, the chief, is the first host's first. A worker on this host is
-a child process; on another host, an ssh login running the command in this
-directory (the hosts share the file system, as horovodrun assumes). Each
-line a worker prints is passed through as horovodrun passes a rank's:
-`[rank]<stdout>:line`. When a worker exits non-zero the others get
-SURVIVORS_SECONDS to end on their own (one of them names what was lost),
-then SIGTERM, and SIGKILL GRACE_SECONDS later, as horovodrun ends its
-ranks; this exits with its code. SIGTERM, SIGINT and SIGUSR1 are passed on
-to the workers on this host. No TensorFlow, no Horovod.
+from TF_CONFIG. Worker k of a host listens on --port + k; rank 0, the chief,
+is the first host's first. A remote worker is an ssh login running the
+command in this directory (shared file system, as horovodrun assumes). Its
+lines are tagged as horovodrun tags a rank's, and after a non-zero exit the
+others are ended as horovodrun ends ranks. No TensorFlow, no Horovod.
 """
 import collections
 import json
@@ -56,9 +49,8 @@ Worker = collections.namedtuple("Worker", "host rank tf_config")
 
 
 def free_ports(count):
-  """The first of `count` consecutive TCP ports free on this host now,
-  below the kernel's ephemeral range (where outgoing connections take
-  theirs)."""
+  """The first of `count` consecutive TCP ports free here now, below the
+  kernel's ephemeral range (where outgoing connections take theirs)."""
   while True:
     first = random.randrange(*PORT_RANGE)
     try:
@@ -101,8 +93,8 @@ def start(worker, command, env, ssh_timeout, ssh_port=None):
 
 
 def pass_through(rank, process):
-  """Threads copying the worker's lines to ours, tagged as horovodrun tags
-  them; returns them (started)."""
+  """Started threads copying the worker's lines to ours, tagged as horovodrun
+  tags them."""
   def copy(stream, name, out):
     for line in iter(stream.readline, b""):
       out.write("[{}]<{}>:{}".format(
@@ -118,10 +110,9 @@ def pass_through(rank, process):
 
 
 def wait_all(processes, poll_seconds=0.1):
-  """Waits for every worker (Popen by rank). After the first non-zero exit
-  the others get SURVIVORS_SECONDS to end, then are ended (SIGTERM, then
-  SIGKILL). Returns (the job's exit code: the first failure's, else 0; its
-  rank or None)."""
+  """Waits for every worker; after the first non-zero exit the others get
+  SURVIVORS_SECONDS, then SIGTERM, then SIGKILL. (exit code, its rank or
+  None)."""
   first = None
   while True:
     codes = [p.poll() for p in processes]

@@ -1,13 +1,8 @@
 """The CIFAR-10 CNN: conv 3x3x32 + ReLU, 2x2 max-pool, flatten, dense 10.
 
-    params = create_variables(seed)        # TF1 graph: get_variable under scopes
-    params = create_variables(None)        # zeros: a checkpoint will fill them
-    logits = forward(images, params)       # float32 [N, 32, 32, 3] -> [N, 10]
-
 The TF2 path makes the same variables with `tf.Variable(initial_value(...))`
-and calls the same `forward`, so both paths start from identical weights for
-the same seed. The initial values come from stateless random ops, which give
-the same numbers in a graph and eagerly. This module never imports Horovod.
+and calls the same `forward`; the initial values come from stateless random
+ops, so graph and eager start from identical weights for the same seed.
 """
 import math
 
@@ -30,10 +25,8 @@ PARAM_SHAPES = {
 
 
 def initial_value(name, seed):
-  """Glorot-uniform weights and zero biases, a pure function of (name, seed).
-
-  Returns a float32 tensor of shape PARAM_SHAPES[name].
-  """
+  """Glorot-uniform weights and zero biases, a pure function of (name, seed):
+  float32, shape PARAM_SHAPES[name]."""
   shape = PARAM_SHAPES[name]
   if name.endswith("biases"):
     return tf.zeros(shape, tf.float32)
@@ -47,11 +40,8 @@ def initial_value(name, seed):
 
 
 def create_variables(seed):
-  """Creates the model's variables in the current graph; returns name -> var.
-
-  seed None: zeros, for graphs whose values come from a checkpoint (exports
-  then hold no random op that another TensorFlow might lack).
-  """
+  """The model's variables in the current graph, by name. seed None: zeros, for
+  graphs filled from a checkpoint (an export then holds no random op)."""
   params = {}
   for name, shape in PARAM_SHAPES.items():
     scope, var_name = name.split("/")
@@ -74,10 +64,8 @@ def forward(images, params):
 
 
 def loss_and_accuracy(logits, labels):
-  """Mean softmax cross-entropy (softmax applied here, once) and accuracy.
-
-  logits: float32 [N, 10]; labels: int32 [N]. Returns two float32 scalars.
-  """
+  """Mean softmax cross-entropy (softmax applied here, once) and accuracy:
+  float32 scalars, of logits float32 [N, 10] and labels int32 [N]."""
   loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=labels, logits=logits))
   correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)
@@ -85,10 +73,8 @@ def loss_and_accuracy(logits, labels):
 
 
 def weight_digest(params):
-  """float64 [2 * num_vars]: sum and sum of squares of each variable.
-
-  The same weights give bitwise the same digest (same kernel, same data), so
-  comparing ranks' digests tells whether they stayed in sync. Graph or eager.
+  """float64 [2 * num_vars]: each variable's sum and sum of squares. The same
+  weights give bitwise the same digest, so ranks' digests tell if they agree.
   """
   parts = []
   for variable in params.values():

@@ -1,14 +1,8 @@
 """The NaN/Inf check on the averaged gradients, before they are applied.
 
-    gradient = finite_gradients.checked(gradient)   # in any path's step
-    finite_gradients.is_non_finite_gradient(error)  # the step failed of it
-
-A plain TensorFlow op, in a graph and eagerly alike: the model side (the
-TF1 graph, the TF2 step, the Keras optimizer) uses it without reaching the
+A plain TensorFlow op, so the model side uses it without reaching the
 distributed side. The averaged gradients are the same on every rank, so
-every rank fails the check in the same step, before anything is applied;
-legacy_hvd/training/job_faults.py turns the failure into the job's one line.
-Never imports Horovod.
+every rank fails it in the same step, before anything is applied.
 """
 import tensorflow.compat.v2 as tf
 

@@ -1,15 +1,8 @@
 """The CIFAR-10 CNN, its loss and its optimizer as Keras objects, for fit.
 
-    net, params = build(seed)      # Sequential; params: name -> variable
-    optimizer = hvd_keras.DistributedOptimizer(make_optimizer("adam"))
-    optimizer.learning_rate = LearningRate(lr, scale, warmup_steps)
-    net.compile(optimizer=optimizer, loss=loss, metrics=batch_metrics())
-
-The layers a TF2 user writes (Conv2D, MaxPool2D, Flatten, Dense), computing
-what cnn.forward computes, starting from the same initial values for the
-same seed (cnn.initial_value); params names them as cnn.PARAM_SHAPES
-does. The learning rate is schedule.learning_rate of the optimizer's step,
-as in the other two paths. Never imports Horovod.
+The layers a TF2 user writes, computing what cnn.forward computes from the
+same initial values (cnn.initial_value), its variables named as
+cnn.PARAM_SHAPES names them.
 """
 import types
 
@@ -111,14 +104,12 @@ class LearningRate(tf.keras.optimizers.schedules.LearningRateSchedule):
 
 
 def make_optimizer(name, adam_epsilon=None):
-  """The Keras optimizer Horovod 0.28.1 wraps
-  (keras_compat.keras_optimizers), made to check the gradients it applies
-  (finite_gradients.checked): under Horovod's DistributedOptimizer those are
-  the averaged ones, the same on every rank.
+  """The Keras optimizer Horovod 0.28.1 wraps, checking the gradients it
+  applies (under DistributedOptimizer, the averaged ones, the same on every
+  rank).
 
-  Its learning rate is set once it is wrapped (`optimizer.learning_rate =
-  LearningRate(...)`): Horovod rebuilds the optimizer from its config, in
-  which a schedule class of ours would not be found.
+  Set its learning rate once it is wrapped: Horovod rebuilds the optimizer from
+  its config, in which a schedule class of ours would not be found.
   """
   keras_optimizers = keras_compat.keras_optimizers()
   checked_classes = types.SimpleNamespace(

@@ -1,17 +1,9 @@
-"""The optimizers behind --optimizer, in both implementations.
-
-    v1("adam", learning_rate)      # tf.compat.v1.train: the TF1 path's, also
-                                   # usable eagerly by the TF2 path
-    keras("adam", learning_rate)   # what a TF2 user would pick
-    keras("adam", learning_rate, adam_epsilon=1e-8)   # Keras made to match v1
-    keras("adam", classes=keras_compat.keras_optimizers())
-                                   # what Horovod's Keras wraps
-    variables(optimizer)           # its slots and counters, either kind
+"""The optimizers behind --optimizer: tf.compat.v1.train's (v1) and Keras's.
 
 They differ in ways that matter when porting (docs/tf1-vs-tf2.md): Keras
 Adam's default epsilon is 1e-7 against v1's 1e-8, and Keras SGD with
 momentum folds the learning rate into the velocity, so the two momentum
-rules part ways whenever the rate changes (warm-up). Never imports Horovod.
+rules part ways whenever the rate changes (warm-up).
 """
 import tensorflow.compat.v1 as tf
 
@@ -32,9 +24,8 @@ def v1(name, learning_rate, adam_epsilon=None):
 
 
 def keras(name, learning_rate=None, adam_epsilon=None, classes=None):
-  """The Keras optimizer called `name`: of `classes` (a module or namespace
-  with Adam and SGD; default tf.keras.optimizers, on TF 1.15 too). Without
-  `learning_rate`, Keras's default until one is set."""
+  """The Keras optimizer called `name`, of `classes` (default
+  tf.keras.optimizers); without `learning_rate`, Keras's default."""
   if classes is None:
     import tensorflow.compat.v2 as tf2   # pylint: disable=import-outside-toplevel
     classes = tf2.keras.optimizers
@@ -48,9 +39,8 @@ def keras(name, learning_rate=None, adam_epsilon=None, classes=None):
 
 
 def variables(optimizer):
-  """The optimizer's own variables (slots, step counts), either
-  implementation: v1 optimizers have a variables() method, Keras ones a
-  property."""
+  """The optimizer's own variables (slots, step counts): a method on v1, a
+  property on Keras."""
   found = optimizer.variables
   return list(found() if callable(found) else found)
 

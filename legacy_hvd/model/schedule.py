@@ -1,10 +1,5 @@
-"""Learning-rate scaling with the number of workers, and linear warm-up.
-
-    scale = lr_scale("linear", num_workers)                  # plain float
-    lr = learning_rate(global_step, base_lr, scale, warmup_steps)
-
-`learning_rate` uses only tf ops on the step, so it works in the TF1 graph and
-inside the TF2 path's tf.function alike. Never imports Horovod.
+"""Learning-rate scaling with the number of workers, and linear warm-up, in tf
+ops on the step: the same in the TF1 graph and in a tf.function.
 """
 import math
 
@@ -12,24 +7,18 @@ import tensorflow.compat.v1 as tf
 
 
 def lr_scale(scaling, num_workers):
-  """How much larger the rate is with `num_workers` workers than with one.
-
-  linear: the global batch is num_workers times larger, so take as many times
-  larger steps (Goyal et al. 2017); sqrt: keeps the update's variance
-  constant (Krizhevsky 2014); none: the rate does not change.
-  """
+  """The rate's factor for `num_workers`: linear takes steps as many times
+  larger as the batch (Goyal et al. 2017), sqrt keeps the update's variance
+  (Krizhevsky 2014), none keeps the rate."""
   return {"linear": float(num_workers),
           "sqrt": math.sqrt(num_workers),
           "none": 1.0}[scaling]
 
 
 def learning_rate(global_step, base_lr, scale, warmup_steps):
-  """float32 scalar: base_lr x scale, reached linearly over warmup_steps.
-
-  During warm-up the rate rises from the unscaled base_lr at step 0 to
-  base_lr x scale at `warmup_steps`, so a large global batch does not take
-  its full-size first steps from random weights.
-  """
+  """float32 scalar: from the unscaled base_lr at step 0 to base_lr x scale at
+  `warmup_steps`, so a large global batch does not take its full-size first
+  steps from random weights."""
   target = base_lr * scale
   if warmup_steps <= 0:
     return tf.constant(target, tf.float32)

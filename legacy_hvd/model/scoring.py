@@ -1,19 +1,9 @@
 """Test-set scoring spread over the ranks, with counts summed across them.
 
-    test_set = Evaluation(test_shape, params, num_shards, shard_index, sum_fn)
-    ...                                   # graph finalized, session created
-    metrics = test_set.run(session, test_images, test_labels)
-    test_set = EagerEvaluation(forward, test_images, test_labels,
-                               num_shards, shard_index, sum_fn)   # TF2
-    metrics = test_set.run()                       # eagerly, as often as due
-
-Each rank scores only its shard of the test set; the per-class correct counts,
-per-class totals and the summed loss are then added up over all ranks by
-`sum_fn` (the entry point passes Horovod's allreduce with op=Sum), so every
-test image counts exactly once whatever the number of ranks. `run` performs
-one collective: every rank must call it, once per evaluation. The entry
-point that scores a saved model is legacy_hvd.evaluate; this is the
-library all of them use. Never imports Horovod.
+Each rank scores its shard; per-class correct counts, per-class totals and
+the summed loss are added over the ranks by `sum_fn` (Horovod's allreduce,
+op=Sum), so every test image counts once whatever the number of ranks.
+`run` is one collective: every rank calls it, once per evaluation.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -54,10 +44,7 @@ class Evaluation:
 
 def batch_counts(logits, labels):
   """float64 [21]: [loss sum, correct per class x10, examples per class x10].
-
-  Sums, not means, so batches and ranks of any size add up exactly. Works in
-  a graph and eagerly (the TF2 path calls it inside a tf.function).
-  """
+  Sums, not means, so batches and ranks of any size add up exactly."""
   loss_sum = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=labels, logits=logits))
   correct = tf.equal(tf.argmax(logits, axis=1, output_type=tf.int32), labels)
@@ -85,12 +72,9 @@ def metrics_from_counts(counts):
 
 
 class EagerEvaluation:
-  """The TF2 variants' evaluation: this rank's shard, summed by `sum_fn`.
-
-  forward: float32 images [N, 32, 32, 3] -> logits [N, 10]. Built once and
-  run as often as needed (every --eval_every_n_steps and at the end): the
-  counting function is traced once, the test shard's dataset made once.
-  """
+  """The TF2 variants' evaluation; `forward`: float32 [N, 32, 32, 3] -> logits
+  [N, 10]. Built once (traced once, the shard's dataset made once), run as
+  often as due."""
 
   def __init__(self, forward, test_images, test_labels, num_shards,
                shard_index, sum_fn):
@@ -101,8 +85,7 @@ class EagerEvaluation:
     self._sum_fn = sum_fn
 
   def run(self):
-    """Scores this rank's shard, sums over ranks (one collective: every rank
-    calls it at the same point); returns a metrics dict."""
+    """Scores this shard, sums over ranks (a collective); a metrics dict."""
     local = tf.zeros([1 + 2 * NUM_CLASSES], tf.float64)
     for images, labels in self._batches:
       local += self._counts_of(images, labels)
