@@ -27,6 +27,7 @@ from legacy_hvd.model import cnn
 from legacy_hvd.model import optimizers
 from legacy_hvd.runtime import devices
 from legacy_hvd.runtime import hooks
+from legacy_hvd.runtime import horovod_collectives
 from legacy_hvd.runtime import no_horovod
 from legacy_hvd.runtime import startup
 from legacy_hvd.runtime.world import Ranks
@@ -114,6 +115,10 @@ def main(argv):
   data, own_threads = startup.before_horovod(config)
   # --nohorovod: the same graph in one process, on plain TensorFlow.
   hvd = horovod.tensorflow if config.horovod else no_horovod
+  # Horovod: the runtime's collectives (its checks' verdict, the roster, the
+  # stop agreement, the test-set sums, the weights' check).
+  collectives = (horovod_collectives.GraphCollectives() if config.horovod
+                 else no_horovod.Collectives())
   # Horovod: initialize Horovod (after the inputs are known to be usable, so
   # a bad path stops every rank before any of them waits on the others).
   hvd.init()
@@ -129,7 +134,8 @@ def main(argv):
   # Horovod: the run's steps for hvd.size() workers (each reads 1/size of
   # an epoch), and its learning rate's scale (--lr_scaling).
   plan = job.Plan.of(config, len(data.train_labels), hvd.size())
-  runtime = graph_job.start(config, data, ranks, plan, stop_signals, hvd)
+  runtime = graph_job.start(config, data, ranks, plan, stop_signals,
+                            collectives)
   with runtime.watching("TF1 graph job"):
     summary = train(config, data, plan, session_config, runtime, hvd)
     runtime.finish(summary, "tf1")

@@ -46,6 +46,7 @@ from legacy_hvd.model import optimizers
 from legacy_hvd.model import scoring
 from legacy_hvd.runtime import devices
 from legacy_hvd.runtime import hooks
+from legacy_hvd.runtime import horovod_collectives
 from legacy_hvd.runtime import startup
 from legacy_hvd.runtime.world import Ranks
 from legacy_hvd.training import graph_job
@@ -195,14 +196,17 @@ def main(argv):
   # an epoch), and its learning rate's scale (--lr_scaling).
   plan = job.Plan.of(config, len(data.train_labels), hvd.size())
   # Estimator.evaluate writes the eval run's summaries itself.
-  runtime = graph_job.start(config, data, ranks, plan, stop_signals, hvd,
-                            held_out_summaries=False)
+  # Horovod: the runtime's collectives (its checks' verdict, the roster, the
+  # stop agreement, the test-set sums, the weights' check).
+  collectives = horovod_collectives.GraphCollectives()
+  runtime = graph_job.start(config, data, ranks, plan, stop_signals,
+                            collectives, held_out_summaries=False)
   # Horovod: rank 0's checkpoint step on every rank, so that a finished job
   # ends on every rank (Estimator.train would return at once on rank 0
   # only, the others waiting in its broadcast).
-  start_step = graph_job.broadcast_from_rank0(
+  start_step = collectives.broadcast_from_rank0(
       checkpoint_state.latest_step(config.model_dir) if hvd.rank() == 0
-      else 0, hvd)
+      else 0)
   if start_step >= plan.max_steps:
     if hvd.rank() == 0:
       logging.info("Nothing to train: the checkpoint in %s is at step %d, "

@@ -15,6 +15,6 @@ the world size.
                   go
   no_horovod      the part of Horovod's API the TF1 job uses, for
                   --nohorovod
-  horovod_collectives  the eager runtime's collectives, Horovod's
+  horovod_collectives  the runtime's collectives, Horovod's (eager, graph)
   strategy_collectives  the same, tf.distribute's (legacy_hvd.train_mwms)
 """

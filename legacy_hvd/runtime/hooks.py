@@ -151,7 +151,8 @@ class StopRequestHook(tf.train.SessionRunHook):
 
   Each step feeds this rank's request (1.0 if a stop signal arrived, else
   0.0) into a placeholder and fetches its average over all `size` ranks
-  (stop_agreement.agree), which is non-zero on every rank in the same step.
+  (stop_agreement.agree, by `average`: the job's collectives'), which is
+  non-zero on every rank in the same step.
   Ranks that stopped at different steps would leave the others waiting in an
   allreduce. The feed is needed every step: fed only on a stop request
   (tried, to save the feed's cost), np=2 hung in step 2, when rank 0's
@@ -160,15 +161,17 @@ class StopRequestHook(tf.train.SessionRunHook):
   collective and all).
   """
 
-  def __init__(self, stop_signals, size):
+  def __init__(self, stop_signals, size, average):
     self._stop_signals = stop_signals
     self._size = size
+    self._average = average
     self._flag = self._any_flag = None
     self.stopped = False
 
   def begin(self):
     self._flag = tf.placeholder_with_default(0.0, [])
-    self._any_flag = stop_agreement.agree(self._flag, self._size)
+    self._any_flag = stop_agreement.agree(self._flag, self._size,
+                                          self._average)
 
   def before_run(self, run_context):
     return tf.train.SessionRunArgs(

@@ -1,20 +1,18 @@
-"""Horovod's collectives, as the eager runtime asks for them.
+"""Horovod's collectives, as the runtime asks for them: the one seam between
+the runtime and Horovod (the strategy's twin is strategy_collectives.py,
+--nohorovod's no_horovod.Collectives). The runtime never sees the hvd
+module; each trainer shows its own touch points and hands one of these in.
 
-    collectives = horovod_collectives.Collectives()   # after hvd.init()
-    collectives.broadcast_from_rank0(1)     # int -> rank 0's, on every rank
-    collectives.allgather(rows)             # [n, ...] -> [size * n, ...]
-    collectives.sum(counts)                 # summed over ranks
-    collectives.average(flag)               # averaged over ranks
-
-legacy_hvd/training/eager_job.py runs its start-up check, the lost-host
-watch's roster, the stop agreement, the test-set sums, the weight digests
-and the last meeting before exit through these four; the TF2 Horovod
-trainers pass this class, legacy_hvd.train_mwms its tf.distribute twin
-(strategy_collectives.py). Eagerly, and inside a tf.function (sum,
-average).
+Collectives: eagerly, and inside a tf.function (sum, average).
+GraphCollectives: in a TF1 graph; broadcast_from_rank0 and allgather_rows
+run once, in a graph and session of their own.
 """
 import horovod.tensorflow as hvd
+import numpy as np
+import tensorflow.compat.v1 as tf1
 import tensorflow.compat.v2 as tf
+
+from legacy_hvd.runtime import devices
 
 
 class Collectives:
@@ -30,6 +28,10 @@ class Collectives:
     # Horovod: every rank's rows, in rank order.
     return hvd.allgather(tensor)
 
+  def allgather_rows(self, row):
+    """uint8 row [n] (numpy) -> every rank's rows [size, n] (the roster's)."""
+    return self.allgather(tf.constant(row[None])).numpy()
+
   def sum(self, tensor):
     # Horovod: the sum over all ranks (the test set's counts).
     return hvd.allreduce(tensor, op=hvd.Sum)
@@ -37,3 +39,28 @@ class Collectives:
   def average(self, tensor, name=None):
     # Horovod: the average over all ranks (a one-float flag).
     return hvd.allreduce(tensor, op=hvd.Average, name=name)
+
+
+class GraphCollectives(Collectives):
+  """The same, for a TF1 graph job: sum, average and allgather build ops of
+  the job's graph; the two start-up ones run outside it."""
+
+  def broadcast_from_rank0(self, value):
+    # Horovod: rank 0's int (its check's verdict) reaches every rank.
+    return int(in_own_session(lambda mine: hvd.broadcast(mine, root_rank=0),
+                              np.int64(value)))
+
+  def allgather_rows(self, row):
+    # Horovod: every rank's row, in rank order.
+    return in_own_session(lambda mine: hvd.allgather(mine[None]), row)
+
+
+def in_own_session(collective, value):
+  """collective(tensor) -> tensor, run once on `value` (numpy) in a graph
+  and session of their own, outside the job's graph; the result as numpy.
+  The session takes the process's one config (devices.session_config)."""
+  value = np.asarray(value)
+  with tf1.Graph().as_default(), tf1.Session(
+      config=devices.session_config()) as session:
+    fed = tf1.placeholder(tf1.as_dtype(value.dtype), value.shape)
+    return session.run(collective(fed), {fed: value})

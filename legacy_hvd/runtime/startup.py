@@ -2,8 +2,8 @@
 
     data, own_threads = startup.before_horovod(config)   # every rank
     hvd.init()
-    startup.check_on_rank0(rank, checks, broadcast_from_rank0)   # its
-                                           # verdict to all (an int -> rank 0's)
+    startup.share_verdict(rank, problem, broadcast_from_rank0)   # rank 0's
+                                           # checks' verdict, to every rank
 
 Bad flags, paths and data end in before_horovod, on every rank at once, in one
 line: no rank has joined a collective yet, so none is left waiting. What only
@@ -40,32 +40,13 @@ def prepare_model_dir(path):
                         "expected a directory this user can write") from None
 
 
-def check_on_rank0(rank, checks, broadcast_from_rank0):
-  """Runs `checks()` on rank 0 only; every rank shares its verdict.
-
-  `checks` raises cli.UserError for a problem. Rank 0 prints it; all ranks
-  exit non-zero together instead of the others waiting in a collective.
-  broadcast_from_rank0(int) -> rank 0's int, on every rank (the TF1 jobs':
-  graph_job.broadcast_from_rank0, Horovod's or no_horovod's; the eager
-  trainers': their collectives' broadcast_from_rank0).
-  """
-  problem = _problem_on_rank0(rank, checks)
+def share_verdict(rank, problem, broadcast_from_rank0):
+  """Every rank learns whether rank 0's checks found a `problem` (its line,
+  or None): rank 0 prints it and all ranks exit non-zero together, none
+  left waiting in a collective. broadcast_from_rank0: the trainer's
+  collectives' (int -> rank 0's, on every rank)."""
   # Horovod: rank 0 tells every rank whether its checks passed.
   failed = broadcast_from_rank0(int(problem is not None))
-  _end_if_failed(rank, failed, problem)
-
-
-def _problem_on_rank0(rank, checks):
-  """Rank 0: the line of the cli.UserError `checks()` raised, or None."""
-  if rank == 0:
-    try:
-      checks()
-    except cli.UserError as e:
-      return str(e)
-  return None
-
-
-def _end_if_failed(rank, failed, problem):
   if failed and rank == 0:
     cli.fail(problem)
   if failed:

@@ -62,6 +62,10 @@ class Collectives:
         lambda ctx: ctx.all_gather(_on_device(wide), axis=0))
     return tf.cast(gathered, tensor.dtype)
 
+  def allgather_rows(self, row):
+    """uint8 row [n] (numpy) -> every worker's rows [size, n]."""
+    return self.allgather(tf.constant(row[None])).numpy()
+
   def sum(self, tensors):
     # tf.distribute: the sum over all workers (the test set's counts).
     return self._in_replica(

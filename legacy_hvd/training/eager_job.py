@@ -22,6 +22,7 @@ from legacy_hvd.model import cnn
 from legacy_hvd.model import scoring
 from legacy_hvd.runtime import periodic_eval
 from legacy_hvd.runtime import startup
+from legacy_hvd.runtime import stop_agreement
 from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
 
@@ -40,16 +41,14 @@ def start(config, data, ranks, stop_signals, trainer_name, collectives):
   collectives: horovod_collectives.Collectives() or
   strategy_collectives.Collectives(strategy, rank), ready to run.
   """
-  startup.check_on_rank0(ranks.rank, job_faults.model_dir_checks(
-      config.model_dir, job_faults.tf2_checkpoint_shapes(),
+  startup.share_verdict(ranks.rank, job_faults.model_dir_problem(
+      ranks.rank, config.model_dir, job_faults.tf2_checkpoint_shapes(),
       lambda: migration.check(config.model_dir, config.optimizer,
                               migration.TF2)),
-                         collectives.broadcast_from_rank0)
+                        collectives.broadcast_from_rank0)
   # Every rank learns where every other rank runs (eagerly).
-  watch = job.watch_hosts_and_log_start(
-      config, data, ranks,
-      lambda row: collectives.allgather(tf.constant(row[None])).numpy(),
-      trainer_name)
+  watch = job.watch_hosts_and_log_start(config, data, ranks, collectives,
+                                        trainer_name)
   if ranks.rank == 0 and collectives.chief_exits_last:
     # tf.distribute: the chief holds the coordination service the others
     # heartbeat to; a worker still exiting when it is gone logs errors. At
@@ -92,16 +91,11 @@ class Runtime:
 
   def agree_to_stop(self, requested):
     """float32 scalar, > 0 on every rank in the same step once any rank
-    requested a stop (a collective: every rank calls it every step; inside
-    a tf.function too; for tf.distribute, inside strategy.run).
-
-    Each rank feeds 1.0 once it got a stop signal, else 0.0; the average
-    is non-zero on every rank in the same step, so all stop together and
-    rank 0 checkpoints there (runtime/stop_agreement.py is the graph
-    jobs')."""
-    if self._ranks.size == 1:   # alone, a rank needs no agreement
-      return requested
-    return self._collectives.average(requested)
+    requested a stop (stop_agreement.agree: a collective every rank calls
+    every step; inside a tf.function too; for tf.distribute, inside
+    strategy.run)."""
+    return stop_agreement.agree(requested, self._ranks.size,
+                                self._collectives.average)
 
   def exit_on_stop(self, stopped):
     """After the ranks agreed to stop (`stopped`) and rank 0 saved there:

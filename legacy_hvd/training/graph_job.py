@@ -1,34 +1,15 @@
-"""What the two TF1 graph trainers share: the MonitoredTrainingSession job
-(legacy_hvd.train) and the Estimator job (legacy_hvd.train_estimator).
-
-Each entry point shows its Horovod touch points itself (hvd.init(), the
-session config's GPU, the learning rate scaled with the world, the shard,
-hvd.DistributedOptimizer, the broadcast hook, rank 0's checkpoints, the
-session); what the runtime adds around them is reached from here:
-
-    runtime = start(config, data, ranks, plan, stop_signals, hvd)
-    with runtime.watching("TF1 graph job"):   # the lost-host watch; a
-                                              # failed step or write: one line
-      step = build_step(optimizer, params, loss, accuracy, learning_rate,
-                        global_step)          # the update, checked gradients
-      hooks = [...the job's own...] + runtime.session_hooks(step)   # MTS
-      training_hooks = runtime.step_hooks(step)                    # Estimator
-      chief_hooks = [saver, runtime.exit_on_stop_hook(scratch)]    # Estimator
-      summary = runtime.final_summary()       # MTS; Estimator: summary(...)
-      runtime.finish(summary, "tf1")          # results.json, or a stop's exit
-    broadcast_from_rank0(value, hvd); allgather_rows(hvd)(row)   # each in a
-                                              # session of its own
-
-Both jobs build their step with the same calls in the same order, so they
-run the same ops on the same batches: their checkpoints hold the same
-variable names and their losses can be compared bit for bit
-(tools/compare_paths.py).
+"""What the two TF1 graph trainers share (legacy_hvd.train's
+MonitoredTrainingSession job and legacy_hvd.train_estimator): the step both
+build with the same calls in the same order, so their checkpoints hold the
+same variable names and their losses compare bit for bit
+(tools/compare_paths.py); and the runtime around it, reached through the
+trainer's collectives (runtime/horovod_collectives.GraphCollectives, or
+no_horovod's): this module never sees Horovod.
 """
 import collections
 import contextlib
 import shutil
 
-import numpy as np
 import tensorflow.compat.v1 as tf
 
 from legacy_hvd.checkpoints import migration
@@ -36,7 +17,6 @@ from legacy_hvd.common import results
 from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import scoring
-from legacy_hvd.runtime import devices
 from legacy_hvd.runtime import hooks
 from legacy_hvd.runtime import periodic_eval
 from legacy_hvd.runtime import startup
@@ -47,21 +27,20 @@ Step = collections.namedtuple(
     "Step", "params loss accuracy learning_rate train_op step_after digest")
 
 
-def start(config, data, ranks, plan, stop_signals, hvd,
+def start(config, data, ranks, plan, stop_signals, collectives,
           held_out_summaries=True):
   """After hvd.init() and the rank's placement: rank 0's checks of the
   model directory (another trainer's checkpoint converted, a damaged one
   fallen back from), their verdict shared with every rank; the job's
   Runtime. held_out_summaries: False where the trainer writes the eval
   run itself (Estimator.evaluate)."""
-  startup.check_on_rank0(
-      ranks.rank, job_faults.model_dir_checks(
-          config.model_dir, cnn.PARAM_SHAPES,
-          # A TF2 trainer's checkpoint becomes this job's (rank 0).
-          lambda: migration.to_tf1(config.model_dir, config.optimizer,
-                                   job.rate_of(config, plan))),
-      lambda failed: broadcast_from_rank0(failed, hvd))
-  return Runtime(config, data, ranks, plan, stop_signals, hvd,
+  startup.share_verdict(ranks.rank, job_faults.model_dir_problem(
+      ranks.rank, config.model_dir, cnn.PARAM_SHAPES,
+      # A TF2 trainer's checkpoint becomes this job's (rank 0).
+      lambda: migration.to_tf1(config.model_dir, config.optimizer,
+                               job.rate_of(config, plan))),
+                        collectives.broadcast_from_rank0)
+  return Runtime(config, data, ranks, plan, stop_signals, collectives,
                  held_out_summaries)
 
 
@@ -97,10 +76,11 @@ class Runtime:
   failed steps and writes, periodic evaluation, the final scores, and the
   end (results.json, or a stop's exit). Made by start()."""
 
-  def __init__(self, config, data, ranks, plan, stop_signals, hvd,
+  def __init__(self, config, data, ranks, plan, stop_signals, collectives,
                held_out_summaries):
     self._config, self._data, self._ranks = config, data, ranks
-    self._plan, self._stop_signals, self._hvd = plan, stop_signals, hvd
+    self._plan, self._stop_signals = plan, stop_signals
+    self._collectives = collectives
     self._held_out_summaries = held_out_summaries
     self.progress = self.step_log = self.held_out = None   # watching()'s
     self._stop = self._final = None
@@ -114,7 +94,7 @@ class Runtime:
     log (rank 0) and makes progress and held_out, inside."""
     config, ranks = self._config, self._ranks
     watch = job.watch_hosts_and_log_start(
-        config, self._data, ranks, allgather_rows(self._hvd), trainer_name)
+        config, self._data, ranks, self._collectives, trainer_name)
     with job_faults.end_on_write_failure(config.model_dir, watch):
       self.progress, self.step_log = job.progress_and_step_log(
           config, self._plan, ranks)
@@ -134,7 +114,8 @@ class Runtime:
     """[StopRequestHook, ProgressHook]: every step's stop agreement and
     progress (TensorBoard's images/sec on rank 0). Made again for each
     graph (Estimator makes one per train())."""
-    self._stop = hooks.StopRequestHook(self._stop_signals, self._ranks.size)
+    self._stop = hooks.StopRequestHook(self._stop_signals, self._ranks.size,
+                                       self._collectives.average)
     return [
         self._stop,
         hooks.ProgressHook(
@@ -151,14 +132,13 @@ class Runtime:
     working order, to go after the job's own: step_hooks(), the periodic
     evaluation (with --eval_every_n_steps), the final scores
     (final_summary()), and last the stop's exit."""
-    hvd, data = self._hvd, self._data
+    collectives, data = self._collectives, self._data
     # Horovod: the evaluation's allreduce and the weight check's allgather
     # are built now, before MonitoredTrainingSession finalizes the graph.
     test_set = scoring.Evaluation(
         data.test_images.shape, step.params, num_shards=self._ranks.size,
-        shard_index=self._ranks.rank,
-        sum_fn=lambda counts: hvd.allreduce(counts, op=hvd.Sum))
-    all_digests = hvd.allgather(step.digest[None])
+        shard_index=self._ranks.rank, sum_fn=collectives.sum)
+    all_digests = collectives.allgather(step.digest[None])
 
     def score(session):
       return test_set.run(session, data.test_images, data.test_labels)
@@ -212,30 +192,3 @@ class Runtime:
     self.step_log.close()
     job.finish(summary, self._stop_signals, self._config, self._data,
                self._ranks.rank, path_name)
-
-
-def in_own_session(collective, value):
-  """collective(tensor) -> tensor, run once on `value` (a numpy array or
-  scalar) in a graph and session of their own, outside the job's graph;
-  the result as numpy. The session takes the process's one config
-  (devices.session_config says why)."""
-  value = np.asarray(value)
-  with tf.Graph().as_default(), tf.Session(
-      config=devices.session_config()) as session:
-    fed = tf.placeholder(tf.as_dtype(value.dtype), value.shape)
-    return session.run(collective(fed), {fed: value})
-
-
-def allgather_rows(hvd):
-  """uint8 row [n] -> every rank's rows [size, n] (job.gather_roster's
-  allgather_rows)."""
-  # Horovod: every rank's row, in rank order.
-  return lambda row: in_own_session(lambda mine: hvd.allgather(mine[None]),
-                                    row)
-
-
-def broadcast_from_rank0(value, hvd):
-  """Rank 0's int `value` on every rank."""
-  # Horovod: every rank gets rank 0's value.
-  return int(in_own_session(lambda mine: hvd.broadcast(mine, root_rank=0),
-                            np.int64(value)))

@@ -1,25 +1,8 @@
-"""What the trainers share, each piece once, below them all.
-
-    plan = Plan.of(config, len(data.train_labels), ranks.size)
-    learning_rate = rate_of(config, plan)(step)   # the schedule at a step
-    dataset = batches(config, images, labels, num_shards, shard_index,
-                      skip_examples)
-    compression = compression(config, hvd)         # for DistributedOptimizer
-    progress, step_log = progress_and_step_log(config, plan, ranks)
-    watch = watch_hosts_and_log_start(config, data, ranks, allgather_rows,
-                                      "TF1 graph job")   # gather_roster,
-                                      # the lost-host watch, log_start
-    finish(summary, stop_signals, config, data, ranks.rank, "tf1")
-
-The trainers are legacy_hvd.train (the TF1 graph job), legacy_hvd.train_tf2
-(the tf.function loop), legacy_hvd.train_keras (Keras fit) and
-legacy_hvd.train_estimator (the TF1 job as Estimator code); the two eager
-ones share more in legacy_hvd/training/eager_job.py, the two graph ones in
-legacy_hvd/training/graph_job.py. Every trainer derives its
-steps, learning-rate scale and warm-up from one Plan, reads its shard
-through the same input pipeline, logs the same world line and writes the
-same world.json and results.json, so the paths differ only where their
-APIs do.
+"""What every trainer shares, each piece once, below them all: one Plan of
+steps, learning-rate scale and warm-up; one input pipeline; the same world
+line, world.json and results.json; so the paths differ only where their
+APIs do. The eager trainers share more in eager_job.py, the graph ones in
+graph_job.py.
 """
 import dataclasses
 
@@ -95,23 +78,20 @@ def progress_and_step_log(config, plan, ranks):
   return progress, StepLog(config.step_log if ranks.rank == 0 else None)
 
 
-def gather_roster(rank, allgather_rows):
-  """Every rank's host and probe port (a roster.Roster), by one allgather.
-
-  allgather_rows(uint8 [ROW_BYTES] numpy) -> uint8 [size, ROW_BYTES]:
-  Horovod's allgather, run in a session or eagerly by the trainer.
-  """
+def gather_roster(rank, collectives):
+  """Every rank's host and probe port (a roster.Roster), by one allgather
+  of the trainer's collectives."""
   roster = Roster.listen(rank)
   # Horovod: every rank learns where every other rank runs.
-  return roster.gather(allgather_rows)
+  return roster.gather(collectives.allgather_rows)
 
 
-def watch_hosts_and_log_start(config, data, ranks, allgather_rows,
+def watch_hosts_and_log_start(config, data, ranks, collectives,
                               trainer_name):
   """After rank 0's checks: gathers where every rank runs, starts the
   lost-host watch over it (job_faults.watch_lost_hosts) and, on rank 0, logs the
   start (log_start); returns the watch, for when a step fails."""
-  roster = gather_roster(ranks.rank, allgather_rows)
+  roster = gather_roster(ranks.rank, collectives)
   watch = job_faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
                                       config.model_dir)
   if ranks.rank == 0:

@@ -1,6 +1,6 @@
 """How every trainer meets faults: the same behaviour and the same lines.
 
-    checks = job_faults.model_dir_checks(model_dir, shapes, migrate)   # rank 0
+    problem = job_faults.model_dir_problem(rank, model_dir, shapes, migrate)
     watch = job_faults.watch_lost_hosts(roster, rank, size, model_dir)
     with job_faults.end_on_write_failure(model_dir, watch): ... train, finish
     except tf.errors.OpError as e: job_faults.end_on_error(e, progress, size, watch)
@@ -43,20 +43,25 @@ def tf2_checkpoint_shapes():
           for name, shape in cnn.PARAM_SHAPES.items()}
 
 
-def model_dir_checks(model_dir, expected_shapes, migrate=None):
-  """Rank 0's checks (for startup.check_on_rank0): makes the directory,
-  proves it writable, reads its checkpoints as its own files wherever it
-  was written, picks an intact checkpoint to resume from and
-  removes what a failed write left (saying so).
-  migrate(): legacy_hvd.checkpoints.migration's check or conversion for this
-  trainer, True when it took care of another trainer's checkpoint."""
-  def checks():
+def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
+  """Rank 0's checks of the model directory, before any collective but
+  the verdict's (startup.share_verdict): makes it, proves it writable,
+  reads its checkpoints as its own files wherever it was written, picks an
+  intact checkpoint to resume from and removes what a failed write left
+  (saying so). The problem's one line, or None (and None on other ranks).
+  migrate(): migration's check or conversion for this trainer, True when
+  it took care of another trainer's checkpoint."""
+  if rank != 0:
+    return None
+  try:
     startup.prepare_model_dir(model_dir)
     resume.adopt(model_dir)   # moved here, or its state file unreadable
     if migrate is None or not migrate():
       resume.prepare_resume(model_dir, expected_shapes)
     failed_writes.log_removed_at_start(model_dir)
-  return checks
+  except cli.UserError as e:
+    return str(e)
+  return None
 
 
 def end_on_write_failure(model_dir, watch):

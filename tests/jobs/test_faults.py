@@ -265,15 +265,16 @@ def test_moved_directory_with_a_cut_checkpoint_falls_back_and_resumes(
   assert events
 
 
-def rank0_checks(trainer, model_dir):
+def rank0_problem(trainer, model_dir):
   """The model-directory checks rank 0 of `trainer` runs before any rank
-  trains (graph_job.start, eager_job.start), for its own checkpoints."""
+  trains (graph_job.start, eager_job.start), for its own checkpoints: the
+  problem's line, or None."""
   if trainer.checkpoint == "model.ckpt":
-    return job_faults.model_dir_checks(
-        model_dir, cnn.PARAM_SHAPES,
+    return job_faults.model_dir_problem(
+        0, model_dir, cnn.PARAM_SHAPES,
         lambda: migration.check(model_dir, "adam", migration.TF1))
-  return job_faults.model_dir_checks(
-      model_dir, job_faults.tf2_checkpoint_shapes(),
+  return job_faults.model_dir_problem(
+      0, model_dir, job_faults.tf2_checkpoint_shapes(),
       lambda: migration.check(model_dir, "adam", migration.TF2))
 
 
@@ -310,7 +311,9 @@ def test_every_kind_of_damage_falls_back_or_stops_in_one_line(
     try:
       caplog.clear()
       with caplog.at_level(logging.WARNING):
-        rank0_checks(trainer, model_dir)()
+        problem = rank0_problem(trainer, model_dir)
+      if problem is not None:
+        raise cli.UserError(problem)
       outcome = resume.listing(model_dir).paths[-1]
       warnings = [r.getMessage() for r in caplog.records
                   if r.levelno >= logging.WARNING]
