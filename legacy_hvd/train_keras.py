@@ -139,33 +139,27 @@ def train(config, data, ranks, runtime):
   dataset = job.batches(config, data.train_images, data.train_labels,
                         ranks.size, ranks.rank, start * config.batch_size)
   report = runtime.reporting(net, params)
-  stop = keras_callbacks.StopCallback(runtime, plan.max_steps)
-  fit_callbacks = [
-      # Horovod: after the first batch, rank 0's weights and optimizer state
-      # everywhere again (Horovod's callback, as users write it; on TF 1.15,
-      # where it calls Variable.ref(), callbacks' stand-in does the same).
-      (hvd_keras.callbacks.BroadcastGlobalVariablesCallback(0)
-       if keras_compat.VARIABLE_REF
-       else keras_callbacks.BroadcastGlobalVariablesCallback(0)),
-      # Horovod: epoch-end metrics averaged over ranks, before TensorBoard
-      # (and any other callback) reads them (given tf.keras's backend: on
-      # TF >= 2.16 Horovod's is Keras 3's).
-      keras_compat.with_tf_keras_backend(
-          hvd_keras.callbacks.MetricAverageCallback()),
-      # The runtime's, after each step: progress and the step log, the stop
-      # agreement, the held-out evaluation when due.
-      keras_callbacks.ProgressCallback(report, learning_rate),
-      stop,
-      keras_callbacks.EvaluationCallback(report, stop),
-  ]
-  if ranks.rank == 0:
-    # Horovod: only rank 0 writes checkpoints and TensorBoard logs.
-    fit_callbacks += [
-        keras_callbacks.CheckpointCallback(checkpoints,
-                                           config.save_checkpoints_steps),
-        tf.keras.callbacks.TensorBoard(config.model_dir, profile_batch=0)]
-  # After a stop, every rank exits at the end of fit, rank 0 once saved.
-  fit_callbacks.append(keras_callbacks.ExitOnStopCallback(runtime, stop))
+  # The fit's callbacks, the runtime's between these, in their one order.
+  fit_callbacks = keras_callbacks.in_order(
+      runtime, report, learning_rate, checkpoints,
+      config.save_checkpoints_steps,
+      first=[
+          # Horovod: after the first batch, rank 0's weights and optimizer
+          # state everywhere again (Horovod's callback, as users write it;
+          # on TF 1.15, where it calls Variable.ref(), callbacks' stand-in
+          # does the same).
+          (hvd_keras.callbacks.BroadcastGlobalVariablesCallback(0)
+           if keras_compat.VARIABLE_REF
+           else keras_callbacks.BroadcastGlobalVariablesCallback(0)),
+          # Horovod: epoch-end metrics averaged over ranks, before
+          # TensorBoard (and any other callback) reads them (given tf.keras's
+          # backend: on TF >= 2.16 Horovod's is Keras 3's).
+          keras_compat.with_tf_keras_backend(
+              hvd_keras.callbacks.MetricAverageCallback()),
+      ],
+      # Horovod: only rank 0 writes TensorBoard logs (and checkpoints).
+      last=[tf.keras.callbacks.TensorBoard(config.model_dir, profile_batch=0)]
+      if ranks.rank == 0 else [])
   if start < plan.max_steps:
     with runtime.ending_failed_steps(report.progress):
       # Keras epochs of steps_per_epoch steps over the endless stream; the

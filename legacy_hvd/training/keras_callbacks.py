@@ -1,17 +1,8 @@
-"""Keras callbacks of the fit variant, one small callback per concern.
-
-    ProgressCallback(report, learning_rate)   # eager_job.Reporting
-    StopCallback(runtime, last_step)          # all ranks stop together
-    EvaluationCallback(report, stop)          # when due, every rank
-    CheckpointCallback(checkpoints, every_n_steps)   # rank 0 only
-    ExitOnStopCallback(runtime, stop)         # last: the stop's exit
-    BroadcastGlobalVariablesCallback(root_rank)   # Horovod's, on TF 1.15
-
-They are what hooks.py's hooks are to the TF1 job, and call what the TF2
-loop calls after its steps (legacy_hvd/training/eager_job.py). The step is the
-optimizer's `iterations` (the global step, checkpointed with it). Horovod's
-own callbacks (BroadcastGlobalVariablesCallback, MetricAverageCallback) go
-before these in the list: Keras calls callbacks in list order.
+"""Keras callbacks of the fit variant, one small callback per concern, and
+the one order they run in (in_order): what hooks.py's hooks are to the TF1
+job, calling what the TF2 loop's runtime calls after its steps. The step is
+the optimizer's `iterations` (the global step, checkpointed with it).
+BroadcastGlobalVariablesCallback is Horovod's, for TF 1.15.
 """
 import horovod.tensorflow as hvd
 import tensorflow.compat.v2 as tf
@@ -136,3 +127,20 @@ class BroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
       # (`weights`: Horovod's `variables()` returns values on TF 1.15.)
       hvd.broadcast_variables(self.model.optimizer.weights, self._root_rank)
       self._done = True
+
+
+def in_order(runtime, report, learning_rate, checkpoints, save_every, first,
+             last):
+  """The fit's callbacks in their one working order: the trainer's `first`
+  (Horovod's broadcast and metric averaging: before anything reads the
+  weights or the metrics), the runtime's after each step (progress and the
+  step log, the stop agreement, the held-out evaluation, rank 0's
+  checkpoints every `save_every` steps), the trainer's `last` (rank 0's
+  writers), and last the exit after a stop (every rank at the end of fit,
+  rank 0 once saved). runtime: the eager_job.Runtime."""
+  stop = StopCallback(runtime, runtime.plan.max_steps)
+  callbacks = list(first) + [ProgressCallback(report, learning_rate), stop,
+                             EvaluationCallback(report, stop)]
+  if checkpoints:
+    callbacks.append(CheckpointCallback(checkpoints, save_every))
+  return callbacks + list(last) + [ExitOnStopCallback(runtime, stop)]
