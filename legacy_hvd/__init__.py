@@ -26,21 +26,22 @@ rooms its line names (tests/unit/test_layers.py reads every import and checks
 it, and that docs/layout.md lists the same rooms and modules):
 
   common       imports: (none)
-  launch       imports: common, data
   data         imports: common
+  launch       imports: common, data
   model        imports: common, data
   faults       imports: common
-  runtime      imports: common, data, model, faults
-  checkpoints  imports: common, data, model, runtime
-  training     imports: common, data, model, faults, runtime, checkpoints
+  rank         imports: common, data, model, faults
+  collectives  imports: common, rank
+  checkpoints  imports: common, data, model, rank
+  training     imports: common, data, model, faults, rank, collectives, checkpoints
 
 Each room's own docstring lists its modules. No module imports an entry
 point; only entry points (the launchers' and data's among them) import
 `flags` (the absl definitions, a top-level package) and read FLAGS.
 Horovod is imported by the entry points (a launcher takes Horovod's
-rendezvous server, never its frameworks) and by the runtime and training
-rooms only: never by train_mwms, nor by what it imports (it runs where
-Horovod does not build). Importing the launch room never imports
+rendezvous server, never its frameworks) and by the collectives and
+training rooms only: never by train_mwms, nor by what it imports (it runs
+where Horovod does not build). Importing the launch room never imports
 TensorFlow (the pre-flight probe imports it on each host, when it runs).
 """
 import os

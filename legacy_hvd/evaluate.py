@@ -21,9 +21,9 @@ from legacy_hvd.common.config import Config
 from legacy_hvd.data import cifar10
 from legacy_hvd.model import cnn
 from legacy_hvd.model import scoring
-from legacy_hvd.runtime import devices
-from legacy_hvd.runtime import placement
-from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.rank import devices
+from legacy_hvd.rank import placement
+from legacy_hvd.rank.world import Ranks
 
 FLAGS = flags.FLAGS
 

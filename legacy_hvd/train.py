@@ -25,12 +25,12 @@ from legacy_hvd.common.config import Config
 from legacy_hvd.common.signals import StopSignals
 from legacy_hvd.model import cnn
 from legacy_hvd.model import optimizers
-from legacy_hvd.runtime import devices
-from legacy_hvd.runtime import hooks
-from legacy_hvd.runtime import horovod_collectives
-from legacy_hvd.runtime import no_horovod
-from legacy_hvd.runtime import startup
-from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.rank import devices
+from legacy_hvd.training import hooks
+from legacy_hvd.collectives import horovod_collectives
+from legacy_hvd.collectives import no_horovod
+from legacy_hvd.rank import startup
+from legacy_hvd.rank.world import Ranks
 from legacy_hvd.training import graph_job
 from legacy_hvd.training import job
 
@@ -39,7 +39,7 @@ def train(config, data, plan, session_config, runtime, hvd):
   """Builds the graph, trains, evaluates; returns the summary dict (all
   ranks). A stop signal ends the process instead, once rank 0 has saved a
   checkpoint at the step where all ranks stopped (runtime.session_hooks).
-  `hvd`: Horovod's API, or legacy_hvd.runtime.no_horovod's stand-ins
+  `hvd`: Horovod's API, or legacy_hvd.collectives.no_horovod's stand-ins
   (--nohorovod).
   """
   global_step = tf.train.get_or_create_global_step()

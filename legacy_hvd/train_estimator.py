@@ -44,11 +44,11 @@ from legacy_hvd.data import pipeline
 from legacy_hvd.model import cnn
 from legacy_hvd.model import optimizers
 from legacy_hvd.model import scoring
-from legacy_hvd.runtime import devices
-from legacy_hvd.runtime import hooks
-from legacy_hvd.runtime import horovod_collectives
-from legacy_hvd.runtime import startup
-from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.rank import devices
+from legacy_hvd.training import hooks
+from legacy_hvd.collectives import horovod_collectives
+from legacy_hvd.rank import startup
+from legacy_hvd.rank.world import Ranks
 from legacy_hvd.training import graph_job
 from legacy_hvd.training import job
 

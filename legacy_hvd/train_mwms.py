@@ -26,7 +26,7 @@ and how each shows on a run, is docs/tf1-vs-tf2.md's "Past Horovod". What
 the runtime adds (stop agreement, lost-host watch, progress, periodic
 evaluation, the final scores) is legacy_hvd/training/eager_job.py's, the
 same as the Horovod loop's, its collectives the strategy's
-(legacy_hvd/runtime/strategy_collectives.py).
+(legacy_hvd/collectives/strategy_collectives.py).
 """
 
 import contextlib
@@ -46,10 +46,10 @@ from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import optimizers
 from legacy_hvd.model import schedule
-from legacy_hvd.runtime import devices
-from legacy_hvd.runtime import startup
-from legacy_hvd.runtime import strategy_collectives
-from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.rank import devices
+from legacy_hvd.rank import startup
+from legacy_hvd.collectives import strategy_collectives
+from legacy_hvd.rank.world import Ranks
 from legacy_hvd.training import eager_job
 from legacy_hvd.training import job
 

@@ -36,10 +36,10 @@ from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import optimizers
 from legacy_hvd.model import schedule
-from legacy_hvd.runtime import devices
-from legacy_hvd.runtime import horovod_collectives
-from legacy_hvd.runtime import startup
-from legacy_hvd.runtime.world import Ranks
+from legacy_hvd.rank import devices
+from legacy_hvd.collectives import horovod_collectives
+from legacy_hvd.rank import startup
+from legacy_hvd.rank.world import Ranks
 from legacy_hvd.training import eager_job
 from legacy_hvd.training import job
 

@@ -15,7 +15,7 @@ the trainers (one JSON line per step: step, time) and nothing else.
 
 --horovod is the limit with Horovod (the `bare-np2`, `bare-np4` cases): the
 same loop plus only what Horovod needs, each rank placed on its cores as the
-trainer places it (legacy_hvd/runtime/devices.py), its own shard of the data, the
+trainer places it (legacy_hvd/rank/devices.py), its own shard of the data, the
 optimizer wrapped in hvd.DistributedOptimizer, rank 0's initial variables
 broadcast; rank 0 writes the step log. The gap between it and the trainer
 at the same np is the trainer's own; the gap between it and `bare` is
@@ -55,10 +55,10 @@ def main(argv=None):
   if args.horovod:
     # pylint: disable=import-outside-toplevel
     import horovod.tensorflow as hvd
-    from legacy_hvd.runtime import devices
-    from legacy_hvd.runtime import placement
+    from legacy_hvd.rank import devices
+    from legacy_hvd.rank import placement
     from legacy_hvd.common.config import Config
-    from legacy_hvd.runtime.world import Ranks
+    from legacy_hvd.rank.world import Ranks
     own_threads = placement.threads()   # the trainer's placement: Horovod's
     hvd.init()                          # threads stay free
     ranks = Ranks.of(hvd)

@@ -38,7 +38,7 @@ from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import cli
 from legacy_hvd.model import cnn
 from legacy_hvd.model import keras_compat
-from legacy_hvd.runtime import devices
+from legacy_hvd.rank import devices
 
 TF1, TF2 = "tf1", "tf2"   # the two checkpoint formats a trainer writes
 KERAS = ("keras-v2", "keras")

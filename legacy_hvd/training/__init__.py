@@ -11,4 +11,7 @@ of their paths themselves.
                    the same lines
   keras_callbacks  the Keras fit trainer's callbacks, one per concern, and
                    their one order
+  hooks            the TF1 jobs' session hooks, one small hook per concern
+  periodic_eval    periodic held-out evaluation: when, and where its numbers
+                   go
 """

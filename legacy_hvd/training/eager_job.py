@@ -20,9 +20,9 @@ from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import results
 from legacy_hvd.model import cnn
 from legacy_hvd.model import scoring
-from legacy_hvd.runtime import periodic_eval
-from legacy_hvd.runtime import startup
-from legacy_hvd.runtime import stop_agreement
+from legacy_hvd.training import periodic_eval
+from legacy_hvd.rank import startup
+from legacy_hvd.collectives import stop_agreement
 from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
 

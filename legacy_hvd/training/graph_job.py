@@ -3,7 +3,7 @@ MonitoredTrainingSession job and legacy_hvd.train_estimator): the step both
 build with the same calls in the same order, so their checkpoints hold the
 same variable names and their losses compare bit for bit
 (tools/compare_paths.py); and the runtime around it, reached through the
-trainer's collectives (runtime/horovod_collectives.GraphCollectives, or
+trainer's collectives (collectives/horovod_collectives.GraphCollectives, or
 no_horovod's): this module never sees Horovod.
 """
 import collections
@@ -17,9 +17,9 @@ from legacy_hvd.common import results
 from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import scoring
-from legacy_hvd.runtime import hooks
-from legacy_hvd.runtime import periodic_eval
-from legacy_hvd.runtime import startup
+from legacy_hvd.training import hooks
+from legacy_hvd.training import periodic_eval
+from legacy_hvd.rank import startup
 from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
 

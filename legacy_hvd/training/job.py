@@ -15,7 +15,7 @@ from legacy_hvd.common.progress import StepLog
 from legacy_hvd.data import pipeline
 from legacy_hvd.faults.roster import Roster
 from legacy_hvd.model import schedule
-from legacy_hvd.runtime import world
+from legacy_hvd.rank import world
 from legacy_hvd.training import job_faults
 
 

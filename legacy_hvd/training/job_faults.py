@@ -8,7 +8,7 @@
     job_faults.exit_if_stopped(summary, stop_signals, rank, model_dir)
 
 A stop request (SIGTERM/SIGINT, see signals.py) reaches every rank in the
-same step (runtime/stop_agreement.py) and rank 0 checkpoints there; NaN
+same step (collectives/stop_agreement.py) and rank 0 checkpoints there; NaN
 or Inf averaged gradients (finite_gradients.checked) stop every rank before they
 are applied, in one line naming the step; rank 0 checks the model directory
 and falls back from a damaged checkpoint before any rank trains; a failed
@@ -34,7 +34,7 @@ from legacy_hvd.faults import loss_watch
 from legacy_hvd.faults import probes
 from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
-from legacy_hvd.runtime import startup
+from legacy_hvd.rank import startup
 
 
 def tf2_checkpoint_shapes():

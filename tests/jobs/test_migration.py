@@ -124,7 +124,7 @@ from legacy_hvd.checkpoints import migration
 from legacy_hvd.checkpoints import resume
 from legacy_hvd.model import cnn
 from legacy_hvd.model import optimizers
-from legacy_hvd.runtime import devices
+from legacy_hvd.rank import devices
 # One plain process, never placed as a rank: TF's default threads.
 devices.session_config = tf.compat.v1.ConfigProto
 model_dir = sys.argv[1]

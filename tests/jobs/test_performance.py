@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from legacy_hvd.runtime import placement
+from legacy_hvd.rank import placement
 from tests.helpers import (REPO, assert_ok, rank_pid, read_results,
                            run_module, start, wait_for)
 from tests.helpers.shared_runs import SHARED_STEPS

@@ -8,7 +8,7 @@ whole suite, these included, on the other stacks.
 import horovod.tensorflow as hvd
 import pytest
 
-from legacy_hvd.runtime import hooks
+from legacy_hvd.training import hooks
 from tests.helpers import assert_ok, horovodrun, read_results
 
 needs_mpi = pytest.mark.skipif(

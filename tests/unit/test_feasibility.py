@@ -7,7 +7,7 @@ import os
 import pytest
 
 from legacy_hvd.common.config import Config
-from legacy_hvd.runtime import config_checks
+from legacy_hvd.rank import config_checks
 
 
 @pytest.mark.parametrize("flags, world, numbers", [

@@ -1,4 +1,4 @@
-"""legacy_hvd.runtime.periodic_eval: at which steps the held-out evaluation runs, and where
+"""legacy_hvd.training.periodic_eval: at which steps the held-out evaluation runs, and where
 rank 0 puts its numbers (log line, TensorBoard's `eval` run, the step log,
 results.json's history); the other ranks only keep the history."""
 import json
@@ -8,7 +8,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from legacy_hvd.common import progress
-from legacy_hvd.runtime import periodic_eval
+from legacy_hvd.training import periodic_eval
 from tests.helpers import eval_summaries
 
 # The metrics of one evaluation, as scoring.metrics_from_counts gives them.

@@ -19,7 +19,7 @@ import pytest
 from tests.helpers import REPO
 
 PACKAGE = os.path.join(REPO, "legacy_hvd")
-HOROVOD_ROOMS = ("runtime", "training")
+HOROVOD_ROOMS = ("collectives", "training")
 ENTRY_POINTS = ("train", "train_tf2", "train_keras", "train_estimator",
                 "train_mwms", "evaluate", "export", "predict",
                 "launch.preflight", "launch.slurm", "launch.slurm_task",

@@ -1,9 +1,9 @@
-"""legacy_hvd.runtime.world: what follows from the number of ranks, said once, and
+"""legacy_hvd.rank.world: what follows from the number of ranks, said once, and
 what changed when a run resumes in another world."""
 import json
 import types
 
-from legacy_hvd.runtime import world
+from legacy_hvd.rank import world
 
 # 4 ranks on two hosts, the default flags: the worked example of the docs.
 FOUR = world.World(size=4, hosts={"lh1": [0, 1], "lh2": [2, 3]},

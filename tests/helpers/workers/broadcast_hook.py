@@ -1,7 +1,7 @@
 """Run under horovodrun: the project's broadcast hook makes rank 0's values win.
 
 Each rank starts `v` at its own rank number and a MonitoredSession with
-legacy_hvd.runtime.hooks._BroadcastGlobalVariablesHook(0) (the stand-in used where
+legacy_hvd.training.hooks._BroadcastGlobalVariablesHook(0) (the stand-in used where
 Horovod lacks its own hook, TF >= 2.16); each rank writes what it then sees.
 """
 import json
@@ -11,7 +11,7 @@ import sys
 import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
-from legacy_hvd.runtime import hooks
+from legacy_hvd.training import hooks
 
 
 def main(out_dir):

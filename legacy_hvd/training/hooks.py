@@ -17,7 +17,7 @@ MonitoredTrainingSession can finalize the graph after the hooks' `begin()`.
 import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
-from legacy_hvd.runtime import stop_agreement
+from legacy_hvd.collectives import stop_agreement
 
 
 class _BroadcastGlobalVariablesHook(tf.train.SessionRunHook):

@@ -16,8 +16,8 @@ import tempfile
 from legacy_hvd.common import cli
 from legacy_hvd.common import paths
 from legacy_hvd.data import cifar10
-from legacy_hvd.runtime import config_checks
-from legacy_hvd.runtime import placement
+from legacy_hvd.rank import config_checks
+from legacy_hvd.rank import placement
 
 
 def check_model_dir(path):

@@ -25,7 +25,7 @@ from absl import logging
 import tensorflow as tf
 
 from legacy_hvd.faults import roster
-from legacy_hvd.runtime import placement
+from legacy_hvd.rank import placement
 
 _session_config = None   # the process's, once place_graph_rank made it
 

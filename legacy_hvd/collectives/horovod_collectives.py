@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf1
 import tensorflow.compat.v2 as tf
 
-from legacy_hvd.runtime import devices
+from legacy_hvd.rank import devices
 
 
 class Collectives:

@@ -41,7 +41,7 @@ class Ranks(collections.namedtuple(
   @classmethod
   def of(cls, hvd):
     """Read once, after hvd.init(), from horovod.tensorflow (or its Keras
-    twin, or legacy_hvd.runtime.no_horovod)."""
+    twin, or legacy_hvd.collectives.no_horovod)."""
     return cls(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(),
                hvd.cross_rank(), hvd.cross_size())
 

@@ -13,7 +13,7 @@ those cores (the CPU counterpart of one GPU per rank) and sized its thread
 pools to match. Without this every rank starts one thread per core and the
 kernel scheduler moves all of them across all cores, and the ranks' compute
 threads crowd each other out (docs/performance.md has the measurement).
-Never imports TensorFlow or Horovod (legacy_hvd/runtime/devices.py turns a
+Never imports TensorFlow or Horovod (legacy_hvd/rank/devices.py turns a
 Placement into TensorFlow's settings).
 """
 import collections
