@@ -1,6 +1,7 @@
 """tf.distribute's collectives, as the eager runtime asks for them: the
 twin of horovod_collectives.py for legacy_hvd.train_mwms. `strategy` has one
-replica per worker; every worker calls each one in the same order."""
+replica per worker; every worker calls each one in the same order. Never
+imports Horovod: train_mwms runs where Horovod does not build."""
 import tensorflow.compat.v2 as tf
 
 SUM = tf.distribute.ReduceOp.SUM
