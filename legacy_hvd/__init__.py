@@ -14,16 +14,11 @@ point of its path in its own file, each behind a `# Horovod:` comment:
   export           a checkpoint as a SavedModel or a frozen graph
   predict          classifies image files with an export
 
-The launchers live in their room with their pieces, as horovodrun's main
-lives in horovod/runner (`python -m legacy_hvd.launch.NAME`; the console
-scripts keep their names): launch.slurm (legacy-hvd-slurm),
-launch.supervise, launch.preflight, launch.workers
-(legacy-hvd-launch-workers); data/__main__.py downloads CIFAR-10
-(legacy-hvd-data).
+The launchers live in the launch room beside their pieces, as horovodrun's
+main lives in horovod/runner (`python -m legacy_hvd.launch.NAME`).
 
 Rooms, one subpackage per concern; each imports only from itself and the
-rooms its line names (tests/unit/test_layers.py reads every import and checks
-it, and that docs/layout.md lists the same rooms and modules):
+rooms its line names (tests/unit/test_layers.py checks every import):
 
   common       imports: (none)
   data         imports: common
@@ -35,19 +30,14 @@ it, and that docs/layout.md lists the same rooms and modules):
   checkpoints  imports: common, data, model, rank
   training     imports: common, data, model, faults, rank, collectives, checkpoints
 
-Each room's own docstring lists its modules. No module imports an entry
-point; only entry points (the launchers' and data's among them) import
-`flags` (the absl definitions, a top-level package) and read FLAGS.
-Horovod is imported by the entry points (a launcher takes Horovod's
-rendezvous server, never its frameworks) and by the collectives and
-training rooms only: never by train_mwms, nor by what it imports (it runs
-where Horovod does not build). Importing the launch room never imports
-TensorFlow (the pre-flight probe imports it on each host, when it runs).
-"""
+Each room's docstring lists its modules. No module imports an entry point;
+only entry points import `flags` and read FLAGS. Horovod is imported by the
+entry points and the collectives and training rooms only, never by train_mwms
+or what it imports (it runs where Horovod does not build); importing the
+launch room never imports TensorFlow (the pre-flight probe does, when run)."""
 import os
 
-# TensorFlow's C++ start-up notices (oneDNN, CPU features) are info-level and
-# printed at import, by every rank; they would bury the job's own first lines.
-# Warnings and errors still show; TF_CPP_MIN_LOG_LEVEL=0 brings the notices
-# back.
+# TensorFlow's C++ start-up notices (oneDNN, CPU features), printed at import
+# by every rank, would bury the job's own first lines; warnings and errors
+# still show, and TF_CPP_MIN_LOG_LEVEL=0 brings the notices back.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")

@@ -4,8 +4,7 @@
 
 Rank 0 restores the checkpoint and broadcasts the weights, so only rank 0
 needs to see the files; every rank then scores its shard of the test set and
-the counts are summed with allreduce. Rank 0 prints test accuracy, loss and a
-per-class accuracy table, and with --results_file writes them as JSON.
+the counts are summed with allreduce.
 """
 from absl import flags
 from absl import logging

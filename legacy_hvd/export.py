@@ -2,17 +2,11 @@
 
     python -m legacy_hvd.export --model_dir=DIR --out=OUT [--format=saved_model|frozen_graph]
 
-saved_model   OUT is a SavedModel directory for TF Serving and TF2 code
-              (`tf.saved_model.load(OUT).signatures["serving_default"]`).
-frozen_graph  OUT is one GraphDef file with the weights as constants, for
-              TF1 inference stacks; tensors "images:0", "classes:0",
-              "probabilities:0".
-
-Both take uint8 images [N, 32, 32, 3] (RGB, as decoded from PNG or JPEG) and
-return classes int64 [N] and probabilities float32 [N, 10]; the per-channel
-normalization the trainer applies is inside the exported graph. The export
-is written to a temporary name beside OUT and renamed into place, so OUT is
-either complete or absent. One process; no Horovod.
+A SavedModel directory (TF Serving, TF2 code) or one frozen GraphDef (TF1
+inference stacks; tensors "images:0", "classes:0", "probabilities:0"). Both
+take uint8 RGB images [N, 32, 32, 3] and return classes int64 [N] and
+probabilities float32 [N, 10], the trainer's normalization inside. Written
+beside OUT and renamed into place, so OUT is either complete or absent.
 """
 import os
 import shutil

@@ -1,12 +1,6 @@
 """Horovod's collectives, as the runtime asks for them: the one seam between
-the runtime and Horovod (the strategy's twin is strategy_collectives.py,
---nohorovod's no_horovod.Collectives). The runtime never sees the hvd
-module; each trainer shows its own touch points and hands one of these in.
-
-Collectives: eagerly, and inside a tf.function (sum, average).
-GraphCollectives: in a TF1 graph; broadcast_from_rank0 and allgather_rows
-run once, in a graph and session of their own.
-"""
+the runtime and Horovod, so the runtime never sees the hvd module; each
+trainer shows its own touch points and hands one of these in."""
 import horovod.tensorflow as hvd
 import numpy as np
 import tensorflow.compat.v1 as tf1
@@ -56,9 +50,8 @@ class GraphCollectives(Collectives):
 
 
 def in_own_session(collective, value):
-  """collective(tensor) -> tensor, run once on `value` (numpy) in a graph
-  and session of their own, outside the job's graph; the result as numpy.
-  The session takes the process's one config (devices.session_config)."""
+  """collective(tensor) run once on `value` (numpy) in a graph and session
+  of their own, outside the job's graph (the process's one config); numpy."""
   value = np.asarray(value)
   with tf1.Graph().as_default(), tf1.Session(
       config=devices.session_config()) as session:

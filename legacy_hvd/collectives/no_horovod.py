@@ -1,13 +1,6 @@
-"""The part of Horovod's API the TF1 trainer uses, for one process, without
-Horovod: what `python -m legacy_hvd.train --nohorovod` runs on.
-
-    hvd = no_horovod   # in legacy_hvd.train's main, instead of horovod.tensorflow
-
-Plain TensorFlow on the trainer's own graph: hvd.init() starts no background
-thread, DistributedOptimizer returns the optimizer it is given, and each
-collective of a single process is the identity. tools/benchmark.py compares
-this with Horovod at np=1 to measure what Horovod itself costs. Never imports
-Horovod.
+"""The part of Horovod's API the TF1 trainer uses, for one process without
+Horovod (--nohorovod): each collective is the identity and no background
+thread starts, so tools/benchmark.py can measure what Horovod itself costs.
 """
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -54,8 +47,7 @@ def broadcast(tensor, root_rank):
 
 
 class Collectives:
-  """The runtime's collectives for one process: each is the identity
-  (horovod_collectives.GraphCollectives' stand-in)."""
+  """The runtime's collectives for one process: each is the identity."""
 
   def broadcast_from_rank0(self, value):
     return int(value)

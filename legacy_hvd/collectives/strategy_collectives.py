@@ -1,19 +1,7 @@
 """tf.distribute's collectives, as the eager runtime asks for them: the
-twin of horovod_collectives.py for legacy_hvd.train_mwms.
-
-    collectives = strategy_collectives.Collectives(strategy, rank)
-    collectives.broadcast_from_rank0(1)     # int -> rank 0's, on every rank
-    collectives.allgather(rows)             # [n, ...] -> [size * n, ...]
-    collectives.sum(counts)                 # summed over workers
-    collectives.average(flag)               # averaged over workers
-
-`strategy` has one replica per worker (MultiWorkerMirroredStrategy on CPU,
-or one GPU per worker). Called between steps (the strategy's cross-replica
-context), each runs one replica function that reduces in the replica
-context; called inside strategy.run (the step), it reduces there directly.
-Every worker must call each one, in the same order, as with Horovod.
-Never imports Horovod.
-"""
+twin of horovod_collectives.py for legacy_hvd.train_mwms. `strategy` has one
+replica per worker; every worker calls each one in the same order. Never
+imports Horovod: train_mwms runs where Horovod does not build."""
 import tensorflow.compat.v2 as tf
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -22,8 +10,7 @@ EAGER_WARNING = "eagerly has significant overhead"
 
 
 class Collectives:
-  """The collectives of `strategy` (a tf.distribute.Strategy), for the
-  worker whose index (its rank) is `rank`."""
+  """The collectives of `strategy` for the worker whose rank is `rank`."""
 
   # The chief holds the coordination service the others heartbeat to.
   chief_exits_last = True
@@ -43,9 +30,8 @@ class Collectives:
                                     tf.int64)))
 
   def broadcast_variables(self, variables):
-    """Every worker's `variables` (mirrored, made in the strategy's scope)
-    set to rank 0's: hvd.broadcast_variables' twin, in a batched sum per
-    dtype (a batch is packed into one tensor)."""
+    """Every worker's mirrored `variables` set to rank 0's:
+    hvd.broadcast_variables' twin, one batched sum per dtype."""
     # tf.distribute: rank 0's values plus the others' zeros, as above.
     for dtype in {v.dtype for v in variables}:
       these = [v for v in variables if v.dtype == dtype]

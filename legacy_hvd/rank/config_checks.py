@@ -1,16 +1,9 @@
 """Flag values that are each valid but impossible with the data, the world
 size or each other: found before any rank trains, named in one line.
 
-    problem = config_checks.problem(config, num_examples, world_size)  # or None
-    problem = config_checks.file_problem("step_log", path)             # or None
-
-startup.before_horovod calls both on every rank, before hvd.init(), with the
-world size the launcher announced (cli.launched_processes()), and ends the
-job with the line they return. Without these checks a shard smaller than
-one step's examples waits forever for a batch that never fills, and a step
-log in a missing directory fails with a traceback after training started.
-Never imports Horovod.
-"""
+Without these checks a shard smaller than one step's examples waits forever
+for a batch that never fills, and a step log in a missing directory fails
+with a traceback after training started."""
 import os
 
 from legacy_hvd.common import paths
@@ -18,10 +11,7 @@ from legacy_hvd.model import schedule
 
 
 def problem(config, num_examples, world_size):
-  """Why the run cannot train as asked, in one line with the numbers; None.
-
-  `num_examples`: training images; `world_size`: ranks that will train.
-  """
+  """Why the run cannot train as asked, in one line with the numbers; None."""
   shard = num_examples // world_size   # the smallest rank's shard
   per_step = config.batch_size * config.backward_passes_per_step
   if not config.synthetic and per_step > shard:
@@ -48,11 +38,8 @@ def problem(config, num_examples, world_size):
 
 
 def file_problem(flag, path):
-  """Why `path` cannot be a file to append to (read-only check); None.
-
-  Its directory may not exist yet (it is created), but nothing on the way
-  to it may be a file, and `path` itself must not be a directory.
-  """
+  """Why `path` cannot be a file to append to (read-only check); None. Its
+  directory may not exist yet, but nothing on the way may be a file."""
   if os.path.isdir(path):
     return f"--{flag}={path}: is a directory; expected a file"
   parent = paths.existing_ancestor(os.path.dirname(os.path.abspath(path)))

@@ -1,15 +1,8 @@
 """What every entry point checks before and just after hvd.init().
 
-    data, own_threads = startup.before_horovod(config)   # every rank
-    hvd.init()
-    startup.share_verdict(rank, problem, broadcast_from_rank0)   # rank 0's
-                                           # checks' verdict, to every rank
-
-Bad flags, paths and data end in before_horovod, on every rank at once, in one
-line: no rank has joined a collective yet, so none is left waiting. What only
-rank 0 may check (it alone writes the model directory) is shared with every
-rank by one broadcast, so all exit together.
-"""
+Bad flags, paths and data end before hvd.init(), on every rank at once, in
+one line: no rank is left waiting in a collective. What only rank 0 checks
+(it alone writes the model directory) reaches all by one broadcast."""
 import os
 import tempfile
 
@@ -42,9 +35,7 @@ def prepare_model_dir(path):
 
 def share_verdict(rank, problem, broadcast_from_rank0):
   """Every rank learns whether rank 0's checks found a `problem` (its line,
-  or None): rank 0 prints it and all ranks exit non-zero together, none
-  left waiting in a collective. broadcast_from_rank0: the trainer's
-  collectives' (int -> rank 0's, on every rank)."""
+  or None): rank 0 prints it and all ranks exit non-zero together."""
   # Horovod: rank 0 tells every rank whether its checks passed.
   failed = broadcast_from_rank0(int(problem is not None))
   if failed and rank == 0:
@@ -55,14 +46,8 @@ def share_verdict(rank, problem, broadcast_from_rank0):
 
 def before_horovod(config):
   """What every rank checks and sets before hvd.init(); (the data, this
-  process's threads).
-
-  Bad paths and data end here, on every rank at once, in one line: no rank
-  has joined a collective yet, so none is left waiting. The threads are
-  taken last, just before hvd.init(): they are the ones to pin to the
-  rank's cores (devices.place_graph_rank); Horovod's and Gloo's, which
-  hvd.init() starts, are not among them and stay free.
-  """
+  process's threads). The threads are taken last: the ones to pin, without
+  Horovod's and Gloo's, which hvd.init() starts."""
   check_model_dir(config.model_dir)
   problem = config.step_log and config_checks.file_problem("step_log",
                                                           config.step_log)
@@ -77,7 +62,6 @@ def before_horovod(config):
     data = cifar10.load(config.data_dir)
   except cifar10.DataError as e:
     cli.fail(str(e))
-  # Valid flags that this data or this many ranks cannot satisfy.
   impossible = config_checks.problem(config, len(data.train_labels), processes)
   if impossible:
     cli.fail(impossible)

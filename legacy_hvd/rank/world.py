@@ -1,26 +1,9 @@
 """What depends on the number of ranks, said once at start-up.
 
-    ranks = Ranks.of(hvd)                          # after hvd.init()
-    ranks = Ranks.of_workers(workers, index)       # tf.distribute's
-    world = World(size, hosts, batch_size, lr, lr_scaling, num_train, epochs,
-                  max_steps)                       # hosts: {host: [ranks]}
-    logging.info(describe(world))                  # rank 0
-    previous = read_previous(model_dir)            # rank 0: the last start's
-    changes_since(world, previous, resume_step)    # a line, or None
-    write(model_dir, world, results.write_json)    # rank 0, after the checks
-
-With N ranks the global batch is N x batch_size, the learning rate is scaled
-with N (--lr_scaling), each rank reads 1/N of the training set, and an epoch
-is (num_train // N) // batch_size global steps. The job derives all of them
-from the world it starts in. When a run resumes with another world (a host
-was lost and the job relaunched without it), the checkpoint's global step
-was counted in the old world's steps: the learning rate, the shards and the
-steps per epoch follow the new world, the step count carries on, and each
-rank's input continues as if every step so far had been taken in the new
-world (it skips global step x batch_size examples of its new shard's stream). `world.json`
-in the model directory records the world of the last start so the next
-start can say what changed.
-"""
+A run resumed in another world (relaunched without a lost host) follows the
+new world's batch, learning rate and shards, and carries the global step on
+as if every step had been taken in it; world.json records the last start's
+world, so the next start can say what changed."""
 import collections
 import json
 import os
@@ -40,8 +23,7 @@ class Ranks(collections.namedtuple(
 
   @classmethod
   def of(cls, hvd):
-    """Read once, after hvd.init(), from horovod.tensorflow (or its Keras
-    twin, or legacy_hvd.collectives.no_horovod)."""
+    """Read once, after hvd.init(), from horovod.tensorflow or a twin."""
     return cls(hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(),
                hvd.cross_rank(), hvd.cross_size())
 

@@ -1,15 +1,7 @@
-"""What the eager TF2 trainers share: the runtime around their steps.
-
-train_tf2 (the tf.function loop), train_keras (Keras fit) and train_mwms
-(tf.distribute) show their touch points in their own text and meet here for
-what legacy_hvd.train's graph runtime adds: rank 0's model-directory check,
-the lost-host watch and the world line (start); the loop's bookkeeping in
-its one order (Runtime.steps; Keras: its callbacks); progress, the step log,
-the evaluations and the weights' check (Reporting); TF2 object checkpoints
-with the same keys for all three (Checkpoints). Every collective between the
-steps goes through the trainer's `collectives`, Horovod's or the
-strategy's: this module never imports Horovod.
-"""
+"""What the eager TF2 trainers share: the runtime around their steps, and TF2
+object checkpoints with the same keys for all. Collectives go through the
+trainer's `collectives`, Horovod's or the strategy's: this module never
+imports Horovod."""
 import atexit
 import contextlib
 
@@ -33,20 +25,13 @@ CHIEF_WAIT_SECONDS = 30
 
 
 def start(config, data, ranks, stop_signals, trainer_name, collectives):
-  """Everything between the rank's placement and the model: rank 0's
-  model-directory checks (another trainer's checkpoint checked for
-  conversion), the lost-host watch, the world line. Returns the Runtime the
-  trainer's train() goes through.
-
-  collectives: horovod_collectives.Collectives() or
-  strategy_collectives.Collectives(strategy, rank), ready to run.
-  """
+  """Between placement and the model: rank 0's model-directory checks, the
+  lost-host watch, the world line; the Runtime the trainer goes through."""
   startup.share_verdict(ranks.rank, job_faults.model_dir_problem(
       ranks.rank, config.model_dir, job_faults.tf2_checkpoint_shapes(),
       lambda: migration.check(config.model_dir, config.optimizer,
                               migration.TF2)),
                         collectives.broadcast_from_rank0)
-  # Every rank learns where every other rank runs (eagerly).
   watch = job.watch_hosts_and_log_start(config, data, ranks, collectives,
                                         trainer_name)
   if ranks.rank == 0 and collectives.chief_exits_last:
@@ -58,9 +43,7 @@ def start(config, data, ranks, stop_signals, trainer_name, collectives):
 
 
 class Runtime:
-  """What the runtime adds around an eager trainer's steps: the run's plan,
-  the stop agreement, the end of a failed step or write (the lost-host
-  watch), and the reporting of each step."""
+  """What the runtime adds around an eager trainer's steps."""
 
   def __init__(self, config, data, ranks, stop_signals, watch, collectives):
     self.plan = job.Plan.of(config, len(data.train_labels), ranks.size)
@@ -72,14 +55,12 @@ class Runtime:
     self._collectives = collectives
 
   def ending_on_write_failure(self):
-    """Around training and results: a write that fails in the model
-    directory ends the job in one line (job_faults.end_on_write_failure)."""
+    """Around training and results: a failed write ends the job in one line."""
     return job_faults.end_on_write_failure(self._config.model_dir, self._watch)
 
   @contextlib.contextmanager
   def ending_failed_steps(self, progress):
-    """Around steps: a failed one ends this rank in one line (divergence,
-    or the lost host), else its error goes on (job_faults.end_on_error)."""
+    """Around steps: a failed one ends this rank in one line, else raises."""
     try:
       yield
     except tf.errors.OpError as e:
@@ -91,25 +72,21 @@ class Runtime:
 
   def agree_to_stop(self, requested):
     """float32 scalar, > 0 on every rank in the same step once any rank
-    requested a stop (stop_agreement.agree: a collective every rank calls
-    every step; inside a tf.function too; for tf.distribute, inside
-    strategy.run)."""
+    requested a stop: a collective every rank calls every step (in a
+    tf.function too; for tf.distribute, inside strategy.run)."""
     return stop_agreement.agree(requested, self._ranks.size,
                                 self._collectives.average)
 
   def exit_on_stop(self, stopped):
-    """After the ranks agreed to stop (`stopped`) and rank 0 saved there:
-    every rank exits now, as the signal asks (finish(None)), while the
-    training input is still open. Closing a tf.data iterator waits for its
-    threads, at times seconds (4.5 s measured, more under load), and
-    horovodrun kills a rank still exiting 5 s after its signal."""
+    """After the ranks agreed to stop and rank 0 saved: every rank exits now,
+    while the training input is still open. Closing a tf.data iterator
+    waits for its threads (4.5 s measured, more under load), and horovodrun
+    kills a rank still exiting 5 s after its signal."""
     if stopped:
       self.finish(None, None)
 
   def finish(self, summary, path_name):
-    """The end, on every rank: rank 0 writes results.json (`path_name`: its
-    "path"), or, when a stop ended training (summary None), every rank
-    exits as the signal asks, once rank 0 has saved and said so."""
+    """The end: rank 0 writes results.json, or after a stop every rank exits."""
     # The ranks meet once more before they exit: horovodrun (and the
     # workers' launcher) ends every rank as soon as one exits non-zero,
     # rank 0 too, maybe before its checkpoint is written.
@@ -120,17 +97,11 @@ class Runtime:
                self._ranks.rank, path_name, wait)
 
   def steps(self, train_step, dataset, step, params, checkpoints):
-    """Runs the trainer's `train_step` from `step` to the plan's last step,
-    with the runtime's bookkeeping in its one order (a failed step's end,
-    progress, rank 0's saves, the stop, the periodic evaluation); returns
-    the summary dict (every rank). A stop ends the process instead, once
-    rank 0 has saved where every rank stopped.
-
+    """Runs `train_step` from `step` to the plan's last step, with the
+    runtime's bookkeeping in its one order; the summary dict. A stop ends
+    the process instead, once rank 0 has saved where every rank stopped.
     train_step(images, labels, first_step, stop_requested) -> (loss,
-    accuracy, learning rate, any_stop), any_stop > 0 on every rank once one
-    asked to stop (agree_to_stop); dataset: this rank's endless batches;
-    step: the global step variable; checkpoints: rank 0's, else None.
-    """
+    accuracy, learning rate, any_stop); checkpoints: rank 0's, else None."""
     report = self.reporting(lambda images: cnn.forward(images, params),
                             params)
     start = int(step.numpy())
@@ -158,7 +129,6 @@ class Runtime:
     report.close()
     if checkpoints:
       checkpoints.save_at_end(int(step.numpy()))
-    # After a stop, every rank exits here (rank 0 has saved).
     self.exit_on_stop(stopped)
     return report.final_summary()
 
@@ -169,19 +139,14 @@ class Runtime:
 
 
 class Reporting:
-  """After each step, every rank alike: progress (rank 0 logs it), the step
-  log and, when progress logs, TensorBoard's scalars (rank 0); the held-out
-  evaluation when it is due; the final evaluation and weight digests.
-
-  forward: float32 images [N, 32, 32, 3] -> logits [N, 10]; params: the
-  model's variables by cnn.PARAM_SHAPES name; collectives: the Runtime's.
-  """
+  """After each step, every rank alike: progress, the step log, TensorBoard
+  (rank 0), the evaluations; at the end, the final scores and digests.
+  forward: float32 images [N, 32, 32, 3] -> logits [N, 10]."""
 
   def __init__(self, config, data, ranks, plan, forward, params,
                collectives):
     self.progress, self._step_log = job.progress_and_step_log(
         config, plan, ranks)
-    # Every rank scores its test shard; the counts are summed.
     self._test_set = scoring.EagerEvaluation(
         forward, data.test_images, data.test_labels, ranks.size, ranks.rank,
         collectives.sum)
@@ -211,8 +176,7 @@ class Reporting:
                          digest)
 
   def evaluate_if_due(self, step):
-    """Every rank after the same steps (--eval_every_n_steps): the test set
-    scored, periodic_eval.HeldOut's log line, TensorBoard run and history."""
+    """Every rank after the same steps: the test set scored, when due."""
     if self._held_out.due(step):
       self._held_out.record(step, self._test_set.run())
 
@@ -222,8 +186,7 @@ class Reporting:
       self._writer.flush()
 
   def final_summary(self):
-    """Every rank: scores its test shard, checks the weights are in sync;
-    the results.json fields (results.run_summary, and the evaluations)."""
+    """Every rank: the final scores and weight digests, results.json's."""
     metrics = self._test_set.run()
     self._held_out.record_final(self.progress.last_step, metrics)
     # Gather every rank's weight digest to check they stayed in sync.
@@ -235,10 +198,8 @@ class Reporting:
 
 
 def resume_checkpoints(model_dir, step, optimizer, params, rate_of):
-  """Rank 0's Checkpoints, after restoring its newest checkpoint (startup
-  checked it is intact; another trainer's is converted first,
-  legacy_hvd/checkpoints/migration.py). The other ranks get rank 0's values by
-  broadcast. rate_of: int64 step -> the learning rate at it."""
+  """Rank 0's Checkpoints, after restoring its newest checkpoint (another
+  trainer's converted first); the other ranks get its values by broadcast."""
   checkpoint = tf.train.Checkpoint(
       step=step, optimizer=optimizer,
       **{resume.tf2_attribute(name): variable
@@ -254,8 +215,7 @@ def resume_checkpoints(model_dir, step, optimizer, params, rate_of):
 
 
 class Checkpoints:
-  """Rank 0's saves: every N steps, and where training ends (at the last
-  step, or where a stop signal stopped every rank) unless saved there."""
+  """Rank 0's saves: every N steps, and where training ends unless saved."""
 
   def __init__(self, manager, saved_step):
     self._manager = manager   # tf.train.CheckpointManager

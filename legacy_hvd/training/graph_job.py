@@ -1,11 +1,7 @@
-"""What the two TF1 graph trainers share (legacy_hvd.train's
-MonitoredTrainingSession job and legacy_hvd.train_estimator): the step both
-build with the same calls in the same order, so their checkpoints hold the
-same variable names and their losses compare bit for bit
-(tools/compare_paths.py); and the runtime around it, reached through the
-trainer's collectives (collectives/horovod_collectives.GraphCollectives, or
-no_horovod's): this module never sees Horovod.
-"""
+"""What the TF1 graph trainers share: the step, built with the same calls in
+the same order so their checkpoints hold the same names and their losses
+compare bit for bit (tools/compare_paths.py), and the runtime around it,
+through the trainer's collectives: this module never sees Horovod."""
 import collections
 import contextlib
 import shutil
@@ -29,11 +25,8 @@ Step = collections.namedtuple(
 
 def start(config, data, ranks, plan, stop_signals, collectives,
           held_out_summaries=True):
-  """After hvd.init() and the rank's placement: rank 0's checks of the
-  model directory (another trainer's checkpoint converted, a damaged one
-  fallen back from), their verdict shared with every rank; the job's
-  Runtime. held_out_summaries: False where the trainer writes the eval
-  run itself (Estimator.evaluate)."""
+  """Rank 0's model-directory checks, their verdict shared; the Runtime.
+  held_out_summaries: False where the trainer writes the eval run itself."""
   startup.share_verdict(ranks.rank, job_faults.model_dir_problem(
       ranks.rank, config.model_dir, cnn.PARAM_SHAPES,
       # A TF2 trainer's checkpoint becomes this job's (rank 0).
@@ -46,13 +39,9 @@ def start(config, data, ranks, plan, stop_signals, collectives,
 
 def build_step(optimizer, params, loss, accuracy, learning_rate,
                global_step):
-  """One update by `optimizer` (hvd.DistributedOptimizer's: its gradients
-  are averaged over all ranks), checked, as a Step of tensors.
-
-  loss, accuracy, learning_rate: float32 scalars; params: cnn.PARAM_SHAPES
-  names -> variables. step_after is the global step's value after
-  train_op's update; digest the weights' digest (float64 [8]).
-  """
+  """One update by `optimizer` (hvd.DistributedOptimizer's: gradients
+  averaged over all ranks), checked, as a Step of tensors: float32 scalars,
+  step_after the global step after the update, digest float64 [8]."""
   grads_and_vars = optimizer.compute_gradients(loss)
   # The averaged gradients are the same on every rank: checking them stops
   # all ranks in the same step, before a NaN or Inf reaches the weights.
@@ -71,10 +60,7 @@ def build_step(optimizer, params, loss, accuracy, learning_rate,
 
 
 class Runtime:
-  """What the runtime adds to a graph job, the job's touch points aside:
-  the stop agreement, progress and the step log, the lost-host watch,
-  failed steps and writes, periodic evaluation, the final scores, and the
-  end (results.json, or a stop's exit). Made by start()."""
+  """What the runtime adds to a graph job, its touch points aside."""
 
   def __init__(self, config, data, ranks, plan, stop_signals, collectives,
                held_out_summaries):
@@ -87,11 +73,9 @@ class Runtime:
 
   @contextlib.contextmanager
   def watching(self, trainer_name):
-    """Gathers where every rank runs and starts the lost-host watch (rank
-    0 logs the start and writes world.json); in the block, a failed write
-    ends this rank in one line naming the file, and a failed step every
-    rank (NaN or Inf gradients, or the lost host named). Opens the step
-    log (rank 0) and makes progress and held_out, inside."""
+    """Starts the lost-host watch; in the block a failed write ends this
+    rank in one line naming the file, and a failed step every rank (NaN or
+    Inf gradients, or the lost host named). Makes progress and held_out."""
     config, ranks = self._config, self._ranks
     watch = job.watch_hosts_and_log_start(
         config, self._data, ranks, self._collectives, trainer_name)
@@ -111,8 +95,7 @@ class Runtime:
     return self._stop is not None and self._stop.stopped
 
   def step_hooks(self, step):
-    """[StopRequestHook, ProgressHook]: every step's stop agreement and
-    progress (TensorBoard's images/sec on rank 0). Made again for each
+    """Every step's stop agreement and progress hooks, made again for each
     graph (Estimator makes one per train())."""
     self._stop = hooks.StopRequestHook(self._stop_signals, self._ranks.size,
                                        self._collectives.average)
@@ -128,10 +111,9 @@ class Runtime:
     ]
 
   def session_hooks(self, step):
-    """The MonitoredTrainingSession job's runtime hooks, in their one
-    working order, to go after the job's own: step_hooks(), the periodic
-    evaluation (with --eval_every_n_steps), the final scores
-    (final_summary()), and last the stop's exit."""
+    """The MonitoredTrainingSession job's runtime hooks in their one working
+    order, after the job's own: the step's, the evaluations, the final
+    scores, and last the stop's exit."""
     collectives, data = self._collectives, self._data
     # Horovod: the evaluation's allreduce and the weight check's allgather
     # are built now, before MonitoredTrainingSession finalizes the graph.
@@ -155,11 +137,9 @@ class Runtime:
                                                  self.exit_on_stop_hook()]
 
   def exit_on_stop_hook(self, scratch_dir=None):
-    """The hook that ends every rank after a stop, in its end(): after the
-    hooks before it (rank 0's saver), before the session's close. Last in
-    the session's hooks (an Estimator's: its last chief hook).
-    scratch_dir: a directory of this rank's, removed before it exits (the
-    exit skips the `with` that would remove it)."""
+    """The hook that ends every rank after a stop: last in the session's
+    hooks (an Estimator's: its last chief hook). scratch_dir: this rank's,
+    removed first (the exit skips the `with` that would remove it)."""
 
     def exit_now():
       if scratch_dir:
@@ -175,8 +155,7 @@ class Runtime:
     return self.summary(metrics, weight_digests, self.progress.last_step)
 
   def summary(self, metrics, weight_digests, final_step):
-    """After training: the step log closed, the final evaluation (metrics
-    at final_step, every rank's weight digest) as results.json's fields."""
+    """The final evaluation and every rank's weight digest, results.json's."""
     self.step_log.close()
     self.held_out.record_final(final_step, metrics)
     summary = results.run_summary(
@@ -185,10 +164,7 @@ class Runtime:
     return dict(summary, **self.held_out.results())
 
   def finish(self, summary, path_name=None):
-    """The end, on every rank: the step log closed; rank 0 writes
-    results.json (`path_name`: its "path"), or, when a stop ended training
-    (summary None), every rank exits as the signal asks (rank 0's
-    checkpoint is written by then)."""
+    """The end: rank 0 writes results.json, or after a stop every rank exits."""
     self.step_log.close()
     job.finish(summary, self._stop_signals, self._config, self._data,
                self._ranks.rank, path_name)

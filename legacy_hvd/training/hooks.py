@@ -1,19 +1,5 @@
-"""Session hooks of the TF1 trainers, one small hook per concern.
-
-    BroadcastGlobalVariablesHook(root_rank)   # Horovod's, or ours on TF >= 2.16
-    IteratorInitializerHook(iterator.initializer, feed_fn)   # feed_fn(session)
-    input_fn = ArrayInput(images, labels, make_dataset, examples_per_step)
-    estimator.train(input_fn, hooks=[..., input_fn])   # also its feeding hook
-    ProgressHook(progress, fetches, summary_dir, step_log, digest)
-    StopRequestHook(stop_signals, size)       # all ranks stop together
-    EvaluationHook(held_out, evaluate, current_step, skip_if)   # every N steps
-    FinalHook(fn)                             # runs fn(session) before close
-    ExitOnStopHook(stopped, exit)             # last: exit() before the close
-    checkpoint_saver(model_dir, every_n_steps, scaffold)   # rank 0's saver
-
-Every hook takes its ops ready-made from the graph builder, so
-MonitoredTrainingSession can finalize the graph after the hooks' `begin()`.
-"""
+"""Session hooks of the TF1 trainers, one small hook per concern, their ops
+built by `begin()`, so MonitoredTrainingSession can finalize the graph."""
 import horovod.tensorflow as hvd
 import tensorflow.compat.v1 as tf
 
@@ -21,13 +7,9 @@ from legacy_hvd.collectives import stop_agreement
 
 
 class _BroadcastGlobalVariablesHook(tf.train.SessionRunHook):
-  """Broadcasts every global variable from `root_rank` once a session exists.
-
-  The same name and behaviour as Horovod's own hook, which Horovod 0.28.1
-  defines only when it finds `tf.estimator` (gone in TF 2.16): the op is
-  built in begin(), before the graph is finalized, and run in
-  after_create_session(), after the chief restored any checkpoint.
-  """
+  """Horovod's own hook, which Horovod 0.28.1 defines only when it finds
+  `tf.estimator` (gone in TF 2.16): the broadcast is built in begin(), before
+  the graph is finalized, and run after the chief restored any checkpoint."""
 
   def __init__(self, root_rank, device=""):
     self.root_rank = root_rank
@@ -49,11 +31,8 @@ BroadcastGlobalVariablesHook = getattr(hvd, "BroadcastGlobalVariablesHook",
 
 
 class IteratorInitializerHook(tf.train.SessionRunHook):
-  """Initializes a dataset iterator from placeholders when a session starts.
-
-  Runs again whenever MonitoredSession recreates its session after an error,
-  so the input never silently stays uninitialized.
-  """
+  """Initializes a dataset iterator from placeholders when a session starts,
+  again when MonitoredSession recreates it after an error."""
 
   def __init__(self, initializer, feed_fn):
     self._initializer = initializer
@@ -64,16 +43,10 @@ class IteratorInitializerHook(tf.train.SessionRunHook):
 
 
 class ArrayInput(tf.train.SessionRunHook):
-  """An Estimator input_fn over numpy arrays, and the hook that feeds them.
-
-  The arrays reach the graph through placeholders fed once when a session
-  starts, not as constants: the training set would otherwise be copied into
-  every graph Estimator builds (a GraphDef holds at most 2 GB).
-  make_dataset(images, labels, skip_examples) -> tf.data.Dataset; on
-  resume the input continues where the interrupted run stopped
-  (skip_examples = global step x examples_per_step). Pass the object both
-  as the input_fn and among the hooks, after the broadcast hook (the global
-  step it reads is rank 0's then).
+  """An Estimator input_fn over numpy arrays, and the hook that feeds them
+  through placeholders: as constants, every graph Estimator builds would copy
+  them (a GraphDef holds at most 2 GB). On resume it skips global step x
+  examples_per_step examples; after the broadcast hook, that step is rank 0's.
   """
 
   def __init__(self, images, labels, make_dataset, examples_per_step=0):
@@ -101,16 +74,10 @@ class ArrayInput(tf.train.SessionRunHook):
 
 
 class ProgressHook(tf.train.SessionRunHook):
-  """Feeds every step's scalars to a progress.Progress (and a StepLog).
-
-  `fetches` maps names to scalar tensors: "global_step" (its value after
-  the step's update), "loss" and "learning_rate" at least. They are fetched
-  every step so the final loss is known, packed into one float64 vector
-  (exact for every float32 and for steps below 2**53): each fetched tensor
-  costs the session's Python a little every step. When Progress logs,
-  images/sec also goes to TensorBoard (given `summary_dir`) and the weight
-  digest to the step log.
-  """
+  """Feeds every step's `fetches` ("global_step" after the update, "loss",
+  "learning_rate", ...) to a progress.Progress and StepLog, packed into one
+  float64 vector (exact for float32 and steps below 2**53): each fetched
+  tensor costs the session's Python a little every step."""
 
   def __init__(self, progress, fetches, summary_dir=None, step_log=None,
                digest=None):
@@ -147,19 +114,12 @@ class ProgressHook(tf.train.SessionRunHook):
 
 
 class StopRequestHook(tf.train.SessionRunHook):
-  """Stops every rank at the same step once any rank was asked to stop.
-
-  Each step feeds this rank's request (1.0 if a stop signal arrived, else
-  0.0) into a placeholder and fetches its average over all `size` ranks
-  (stop_agreement.agree, by `average`: the job's collectives'), which is
-  non-zero on every rank in the same step.
-  Ranks that stopped at different steps would leave the others waiting in an
-  allreduce. The feed is needed every step: fed only on a stop request
-  (tried, to save the feed's cost), np=2 hung in step 2, when rank 0's
+  """Stops every rank at the same step once any rank was asked to stop
+  (stop_agreement.agree). The feed is needed every step: fed only on a stop
+  request (tried, to save its cost), np=2 hung in step 2, when rank 0's
   fetches changed after its first step's summaries (an unfed
-  placeholder_with_default is a constant that Grappler may fold,
-  collective and all).
-  """
+  placeholder_with_default is a constant Grappler may fold, collective and
+  all)."""
 
   def __init__(self, stop_signals, size, average):
     self._stop_signals = stop_signals
@@ -186,15 +146,9 @@ class StopRequestHook(tf.train.SessionRunHook):
 
 def checkpoint_saver(model_dir, every_n_steps, scaffold):
   """The CheckpointSaverHook MonitoredTrainingSession would add, told that a
-  session.run is one step.
-
-  Since TF 2.4 the hook assumes a run may be up to a million steps (its
-  `steps_per_run`, which Estimator sets) and so reads the global step again
-  in a second session.run after every step, in case a save is due (TF 1.15
-  assumed one step), a cost paid every step for a save that comes every
-  few hundred (docs/performance.md has the figure). Told one, it makes that
-  second run only on the steps it saves at.
-  """
+  session.run is one step: since TF 2.4 it otherwise reads the global step
+  in a second session.run after every step, in case a save is due, a cost
+  (docs/performance.md) paid every step for a save every few hundred."""
   hook = tf.train.CheckpointSaverHook(model_dir, save_steps=every_n_steps,
                                       scaffold=scaffold)
   hook._set_steps_per_run(1)  # pylint: disable=protected-access
@@ -202,16 +156,10 @@ def checkpoint_saver(model_dir, every_n_steps, scaffold):
 
 
 class EvaluationHook(tf.train.SessionRunHook):
-  """Scores the test set after the steps `held_out` (a periodic_eval.HeldOut)
-  says are due: held_out.record(step, evaluate(session)).
-
-  Every rank runs it after the same global steps, so `evaluate` may run
-  collectives (scoring.Evaluation.run sums the counts). current_step() is
-  the step just finished, as the ProgressHook before this one recorded it
-  (no extra fetch per step). Skipped once skip_if() (a stop was agreed: the
-  ranks exit quickly). Add it only with --eval_every_n_steps: otherwise
-  the steps run without it.
-  """
+  """Scores the test set after the steps `held_out` says are due, on every
+  rank alike, so `evaluate` may run collectives. current_step(): the step
+  the ProgressHook before it recorded (no extra fetch). Skipped once
+  skip_if() (a stop was agreed: the ranks exit quickly)."""
 
   def __init__(self, held_out, evaluate, current_step, skip_if):
     self._held_out = held_out
@@ -226,11 +174,9 @@ class EvaluationHook(tf.train.SessionRunHook):
 
 
 class FinalHook(tf.train.SessionRunHook):
-  """Calls fn(session) once when training ends normally, before the close.
-
-  Every rank runs its FinalHook at the same point, so fn may run collectives.
-  Skipped when `skip_if()` is true (a stop was requested: exit quickly).
-  """
+  """Calls fn(session) once when training ends normally, before the close:
+  every rank at the same point, so fn may run collectives. Skipped once
+  skip_if() (a stop was requested: exit quickly)."""
 
   def __init__(self, fn, skip_if=lambda: False):
     self._fn = fn
@@ -243,15 +189,11 @@ class FinalHook(tf.train.SessionRunHook):
 
 
 class ExitOnStopHook(tf.train.SessionRunHook):
-  """Calls exit() in end() once a stop was agreed (`stopped()` true): after
-  the hooks before it (rank 0's saver writes the stop's checkpoint in its
-  end()), before the session's close. Add it last.
-
-  Not after the close: the ranks that agreed to stop exit at once, and a
-  session closing after one of them has gone waits for Horovod to give up
-  on the broken ring (a Gloo time-out, or more), time that a scheduler's
-  warning before a time limit, or its KillWait, cannot spare.
-  """
+  """Calls exit() in end() once a stop was agreed: after the hooks before it
+  (rank 0's saver writes the stop's checkpoint in its end()), before the
+  session's close, which, once a rank has gone, waits for Horovod to give
+  up on the broken ring (a Gloo time-out, or more), time that a scheduler's
+  warning before a time limit, or its KillWait, cannot spare."""
 
   def __init__(self, stopped, exit_fn):
     self._stopped = stopped

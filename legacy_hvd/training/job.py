@@ -1,9 +1,6 @@
-"""What every trainer shares, each piece once, below them all: one Plan of
-steps, learning-rate scale and warm-up; one input pipeline; the same world
-line, world.json and results.json; so the paths differ only where their
-APIs do. The eager trainers share more in eager_job.py, the graph ones in
-graph_job.py.
-"""
+"""What every trainer shares, each piece once: the Plan of steps, learning
+rate and warm-up, the input, the world line, world.json and results.json,
+so the paths differ only where their APIs do."""
 import dataclasses
 
 from absl import logging
@@ -47,14 +44,9 @@ def rate_of(config, plan):
 
 
 def batches(config, images, labels, num_shards, shard_index, skip_examples):
-  """This rank's endless stream of (images, labels) batches: shard
-  `shard_index` of `num_shards` (the entry point passes its rank and the
-  number of ranks).
-
-  images, labels: the training set (numpy arrays, or placeholders fed with
-  them); skip_examples: where a resumed run's input continues (an int, or
-  an int64 scalar tensor). --synthetic: random batches instead.
-  """
+  """This rank's endless stream of (images, labels) batches, shard
+  `shard_index` of `num_shards`; skip_examples (an int or int64 scalar
+  tensor): where a resumed run's input continues."""
   if config.synthetic:
     return pipeline.synthetic_batches(config.batch_size, config.seed)
   return pipeline.train_batches(
@@ -79,8 +71,7 @@ def progress_and_step_log(config, plan, ranks):
 
 
 def gather_roster(rank, collectives):
-  """Every rank's host and probe port (a roster.Roster), by one allgather
-  of the trainer's collectives."""
+  """Every rank's host and probe port (a roster.Roster), by one allgather."""
   roster = Roster.listen(rank)
   # Horovod: every rank learns where every other rank runs.
   return roster.gather(collectives.allgather_rows)
@@ -89,8 +80,7 @@ def gather_roster(rank, collectives):
 def watch_hosts_and_log_start(config, data, ranks, collectives,
                               trainer_name):
   """After rank 0's checks: gathers where every rank runs, starts the
-  lost-host watch over it (job_faults.watch_lost_hosts) and, on rank 0, logs the
-  start (log_start); returns the watch, for when a step fails."""
+  lost-host watch over it and (rank 0) logs the start; returns the watch."""
   roster = gather_roster(ranks.rank, collectives)
   watch = job_faults.watch_lost_hosts(roster, ranks.rank, ranks.size,
                                       config.model_dir)
@@ -101,9 +91,8 @@ def watch_hosts_and_log_start(config, data, ranks, collectives,
 
 
 def log_start(config, data, size, roster, trainer_name):
-  """Rank 0: what trains on what, the world line (what follows from the
-  world size, and what changed since the checkpoint's run: a relaunch on
-  fewer hosts), and world.json."""
+  """Rank 0: what trains on what, the world line (and what changed since the
+  checkpoint's run: a relaunch on fewer hosts), and world.json."""
   logging.info("%s on %s: %d train, %d test images; %d workers",
                trainer_name, data.source, len(data.train_labels),
                len(data.test_labels), size)

@@ -1,23 +1,9 @@
 """How every trainer meets faults: the same behaviour and the same lines.
 
-    problem = job_faults.model_dir_problem(rank, model_dir, shapes, migrate)
-    watch = job_faults.watch_lost_hosts(roster, rank, size, model_dir)
-    with job_faults.end_on_write_failure(model_dir, watch): ... train, finish
-    except tf.errors.OpError as e: job_faults.end_on_error(e, progress, size, watch)
-    with job_faults.end_on_failed_step(progress, size, watch): ...   # the same
-    job_faults.exit_if_stopped(summary, stop_signals, rank, model_dir)
-
-A stop request (SIGTERM/SIGINT, see signals.py) reaches every rank in the
-same step (collectives/stop_agreement.py) and rank 0 checkpoints there; NaN
-or Inf averaged gradients (finite_gradients.checked) stop every rank before they
-are applied, in one line naming the step; rank 0 checks the model directory
-and falls back from a damaged checkpoint before any rank trains; a failed
-collective names the lost host (loss_watch.py); a write that fails in the model
-directory (a full disk, a read-only remount) ends the job in one line
-naming the file and the cause, nothing half-written left
-(failed_writes.py). The TF1 jobs' hooks and session
-do the same in a graph (hooks.StopRequestHook, graph_job.Runtime).
-"""
+Rank 0 checks the model directory before any rank trains; NaN or Inf
+gradients stop every rank before they are applied; a failed collective
+names the lost host; a failed write ends the job in one line naming the
+file and the cause, nothing half-written left."""
 import contextlib
 import os
 import sys
@@ -44,13 +30,10 @@ def tf2_checkpoint_shapes():
 
 
 def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
-  """Rank 0's checks of the model directory, before any collective but
-  the verdict's (startup.share_verdict): makes it, proves it writable,
-  reads its checkpoints as its own files wherever it was written, picks an
-  intact checkpoint to resume from and removes what a failed write left
-  (saying so). The problem's one line, or None (and None on other ranks).
-  migrate(): migration's check or conversion for this trainer, True when
-  it took care of another trainer's checkpoint."""
+  """Rank 0's checks of the model directory, before any collective but the
+  verdict's: makes it, proves it writable, picks an intact checkpoint and
+  removes what a failed write left. The problem's one line, or None.
+  migrate(): True when it took care of another trainer's checkpoint."""
   if rank != 0:
     return None
   try:
@@ -65,16 +48,14 @@ def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
 
 
 def end_on_write_failure(model_dir, watch):
-  """Around training and results: a write that fails ends this rank in one
-  line naming the file and the cause (failed_writes.end_on_failure)."""
+  """Around training and results: a failed write ends this rank in one line."""
   # Horovod: the other ranks, waiting in a collective for this one, are
   # told that it failed; they name it in one line and exit.
   return failed_writes.end_on_failure(model_dir, watch.mark_failed)
 
 
 def fail_diverged(progress):
-  """The one line when finite_gradients.checked stopped a step (every rank
-  in the same)."""
+  """The one line when finite_gradients.checked stopped a step."""
   cli.fail(f"training diverged at step {progress.last_step + 1}: the "
            "averaged gradients hold NaN or Inf (last loss "
            f"{progress.last_values.get('loss')}); stopped before "
@@ -82,8 +63,7 @@ def fail_diverged(progress):
 
 
 def end_on_error(error, progress, size, watch):
-  """After a failed step: the divergence line, or the lost host's line
-  (loss_watch.LossWatch ends the rank), else re-raises `error`."""
+  """After a failed step: the divergence or lost host's line, else raises."""
   if finite_gradients.is_non_finite_gradient(error):
     fail_diverged(progress)
   # Horovod: a failed collective ends every rank; if a host was lost, the
@@ -113,8 +93,7 @@ def watch_lost_hosts(roster, rank, size, model_dir):
 
 def report_lost_peers(roster, lost, rank, model_dir):
   """The first surviving rank: one line naming the lost host(s) or stuck or
-  failed rank(s), rank 0's last checkpoint and how to resume (the same
-  line as legacy_hvd.train's)."""
+  failed rank(s), rank 0's last checkpoint and how to resume."""
   # A host where some rank still answers is up: it keeps all its slots (a
   # rank of it that ended died of the loss or of its own fault, not of
   # its host's).
@@ -148,18 +127,13 @@ def report_lost_peers(roster, lost, rank, model_dir):
 
 def exit_if_stopped(summary, stop_signals, rank, model_dir,
                     wait_for_all=None):
-  """After train(): when a stop signal ended training (summary None), rank 0
-  says where it saved, and every rank exits as the signal asks, at once.
-  wait_for_all(): a collective every rank meets first, so that none exits
-  (and its launcher ends the others) before rank 0 has saved and said so.
-
-  At once: horovodrun (and Slurm, after KillWait) kills a rank that is
-  still exiting a few seconds after the signal, and the interpreter's own
-  exit can take longer (the last garbage collection of a graph's objects,
-  tf.data iterators' destructors). Everything that matters is written by
-  now: rank 0's checkpoint and its state file, the summaries, the logs
-  (flushed here); the ranks agreed to stop, so none waits on another.
-  """
+  """After a stop signal ended training (summary None): rank 0 says where it
+  saved, and every rank exits at once, after wait_for_all(), a collective
+  so that none exits (and its launcher ends the others) before rank 0 has
+  saved. At once: horovodrun (and Slurm, after KillWait) kills a rank still
+  exiting a few seconds after the signal, and the interpreter's own exit
+  can take longer (garbage collection of a graph, tf.data's destructors);
+  all that matters is written and flushed by now."""
   if summary is not None:
     return
   if rank == 0:

@@ -1,9 +1,6 @@
-"""Keras callbacks of the fit variant, one small callback per concern, and
-the one order they run in (in_order): what hooks.py's hooks are to the TF1
-job, calling what the TF2 loop's runtime calls after its steps. The step is
-the optimizer's `iterations` (the global step, checkpointed with it).
-BroadcastGlobalVariablesCallback is Horovod's, for TF 1.15.
-"""
+"""Keras callbacks of the fit trainer, one per concern, in their one order
+(in_order). The step is the optimizer's `iterations` (the global step,
+checkpointed with it)."""
 import horovod.tensorflow as hvd
 import tensorflow.compat.v2 as tf
 
@@ -13,12 +10,8 @@ def _step(keras_model):
 
 
 class ProgressCallback(tf.keras.callbacks.Callback):
-  """Hands every step's values to `report` (an eager_job.Reporting):
-  progress, the step log, TensorBoard's scalars on rank 0.
-
-  The values are the step's own (the step_loss and step_accuracy metrics of
-  keras_cnn.batch_metrics), not Keras's running means of the epoch.
-  """
+  """Hands every step's own values to `report` (keras_cnn.batch_metrics'
+  step_loss and step_accuracy, not Keras's running means of the epoch)."""
 
   def __init__(self, report, learning_rate):
     super().__init__()
@@ -41,8 +34,7 @@ class ProgressCallback(tf.keras.callbacks.Callback):
 
 class StopCallback(tf.keras.callbacks.Callback):
   """Stops every rank at the same step: at `last_step`, or once any rank got
-  a stop signal (runtime.agree_to_stop, an eager_job.Runtime's: a
-  one-float allreduce every step)."""
+  a stop signal (a one-float allreduce every step)."""
 
   def __init__(self, runtime, last_step):
     super().__init__()
@@ -59,13 +51,8 @@ class StopCallback(tf.keras.callbacks.Callback):
 
 
 class EvaluationCallback(tf.keras.callbacks.Callback):
-  """Scores the test set after the steps --eval_every_n_steps names
-  (report.evaluate_if_due, an eager_job.Reporting's).
-
-  Every rank runs it after the same steps (the counts are summed with a
-  collective); after the StopCallback `stop` in the list, so a step where
-  the ranks agreed to stop is not evaluated.
-  """
+  """Scores the test set when due, on every rank after the same steps; after
+  the StopCallback, so a step where the ranks agreed to stop is not."""
 
   def __init__(self, report, stop):
     super().__init__()
@@ -78,9 +65,7 @@ class EvaluationCallback(tf.keras.callbacks.Callback):
 
 
 class CheckpointCallback(tf.keras.callbacks.Callback):
-  """Rank 0: saves every `every_n_steps` steps and where training ends (at
-  the last step, or where a stop signal stopped every rank), through
-  `checkpoints` (an eager_job.Checkpoints)."""
+  """Rank 0: saves every `every_n_steps` steps and where training ends."""
 
   def __init__(self, checkpoints, every_n_steps):
     super().__init__()
@@ -95,10 +80,9 @@ class CheckpointCallback(tf.keras.callbacks.Callback):
 
 
 class ExitOnStopCallback(tf.keras.callbacks.Callback):
-  """Once the ranks agreed to stop (the StopCallback `stop`), every rank
-  exits in on_train_end (runtime.exit_on_stop), after the callbacks before
-  it (rank 0's CheckpointCallback saves the stop's step) and before fit
-  closes its input. Add it last."""
+  """Once the ranks agreed to stop, every rank exits in on_train_end: after
+  rank 0's CheckpointCallback saved the stop's step, before fit closes its
+  input."""
 
   def __init__(self, runtime, stop):
     super().__init__()
@@ -112,8 +96,7 @@ class ExitOnStopCallback(tf.keras.callbacks.Callback):
 class BroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
   """Horovod's BroadcastGlobalVariablesCallback where Horovod's own fails:
   on TF 1.15 with v2 behaviour it calls Variable.ref(), a TF 2 method
-  (keras_compat.VARIABLE_REF). The same broadcast at the same point: after the
-  first batch, the model's and then the optimizer's variables."""
+  (keras_compat.VARIABLE_REF). The same broadcast, after the first batch."""
 
   def __init__(self, root_rank):
     super().__init__()
@@ -132,12 +115,9 @@ class BroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
 def in_order(runtime, report, learning_rate, checkpoints, save_every, first,
              last):
   """The fit's callbacks in their one working order: the trainer's `first`
-  (Horovod's broadcast and metric averaging: before anything reads the
-  weights or the metrics), the runtime's after each step (progress and the
-  step log, the stop agreement, the held-out evaluation, rank 0's
-  checkpoints every `save_every` steps), the trainer's `last` (rank 0's
-  writers), and last the exit after a stop (every rank at the end of fit,
-  rank 0 once saved). runtime: the eager_job.Runtime."""
+  (Horovod's broadcast and metric averaging, before anything reads the
+  weights or metrics), the runtime's, the trainer's `last` (rank 0's
+  writers), and last the exit after a stop."""
   stop = StopCallback(runtime, runtime.plan.max_steps)
   callbacks = list(first) + [ProgressCallback(report, learning_rate), stop,
                              EvaluationCallback(report, stop)]

@@ -1,22 +1,7 @@
-"""Periodic held-out evaluation: when it is due, and where its numbers go.
-
-    held_out = HeldOut(config.eval_every_n_steps, plan.max_steps, rank,
-                       config.model_dir, step_log)   # progress.StepLog
-    if held_out.due(step):               # the same answer on every rank
-      held_out.record(step, test_set.run(...))   # scoring's metrics dict
-    held_out.record_final(step, metrics)   # the final evaluation joins them
-    summary = dict(summary, **held_out.results())   # results.json
-
-The trainers decide how to score (scoring.Evaluation in a graph,
-scoring.EagerEvaluation eagerly, Estimator.evaluate); every rank runs the
-same evaluation at the same global step, since the counts are summed with a
-collective. This module says at which steps (every --eval_every_n_steps,
-never at the last step: the final evaluation is that one) and keeps the
-history; rank 0 alone logs each evaluation, writes it to TensorBoard (the
-`eval` run, <model_dir>/eval, beside the training summaries: `loss` and
-`accuracy`, the tags the training run uses, so TensorBoard draws the two on
-one chart) and appends it to the step log. Never imports Horovod.
-"""
+"""Periodic held-out evaluation: when it is due (the same step on every
+rank, as the counts are summed by a collective; never the last, which the
+final evaluation scores), and where its numbers go: rank 0 writes the
+`eval` run with the training run's tags, so TensorBoard draws one chart."""
 import os
 
 from absl import logging
@@ -46,8 +31,7 @@ class HeldOut:
         step % self.every_n_steps == 0 and step < self._last_step)
 
   def record(self, step, metrics):
-    """Notes one evaluation (metrics: scoring.metrics_from_counts); rank 0
-    logs it and writes it to TensorBoard and the step log."""
+    """Notes one evaluation; rank 0 logs it, to TensorBoard and the step log."""
     entry = {"step": int(step), "loss": metrics["test_loss"],
              "accuracy": metrics["test_accuracy"],
              "examples": metrics["test_examples"]}
@@ -66,8 +50,8 @@ class HeldOut:
                                       entry["accuracy"], entry["examples"])
 
   def record_final(self, step, metrics):
-    """The evaluation at the end joins the history when evaluating
-    periodically (once at the end, it is results.json's test_* alone)."""
+    """The final evaluation joins the history when evaluating periodically
+    (else it is results.json's test_* alone)."""
     if self.every_n_steps:
       self.record(step, metrics)
 
@@ -78,11 +62,8 @@ class HeldOut:
 
 def _summary_writer(logdir):
   """write(step, {tag: float}): TensorBoard scalars in `logdir`, flushed.
-
-  A graph job's graph is finalized (no summary ops may be added): it writes
-  Summary protos with a FileWriter. Eagerly, FileWriter refuses to work:
-  there the TF2 writer writes them.
-  """
+  A finalized graph takes no summary ops: Summary protos go through a
+  FileWriter, which refuses to work eagerly, where the TF2 writer does."""
   if not tf.executing_eagerly():
     writer = tf.summary.FileWriter(logdir)   # without the graph
 
