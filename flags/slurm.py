@@ -6,7 +6,9 @@ from absl import flags
 from flags import hosts
 
 
-def define_slurm(flag_values, trainers):
+def define_slurm(flag_values=flags.FLAGS):
+  import flags as trainer_flags   # the package (absl's is `flags` here)
+  trainers = tuple(trainer_flags.TRAINERS)   # --module's choices
   flags.DEFINE_enum("module", trainers[0], trainers, "The trainer to run.",
                     flag_values=flag_values)
   flags.DEFINE_bool(

@@ -1,8 +1,8 @@
 """Where every rank of the job runs, how to reach it, and which ranks are
-lost, in the words of the one error line that names them.
+lost, in the words of the one line that names them.
 
 One allgather of a row per rank tells every rank where the others' probe
-ports and keepers are; `allgather_rows` comes from the entry point (no
+ports and keepers are; `allgather_rows` is the trainer's collectives' (no
 Horovod here).
 """
 import collections

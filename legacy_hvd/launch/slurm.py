@@ -99,7 +99,7 @@ class Received(signals.Recorder):
 def launcher_flags():
   """The launcher's own flags (flags/slurm.py), what docs/slurm.md lists."""
   values = absl_flags.FlagValues()
-  slurm_flags.define_slurm(values, TRAINERS)
+  slurm_flags.define_slurm(values)
   return values
 
 
@@ -322,7 +322,7 @@ def preflight(hosts, trainer_args, interface, env):
 
 
 def main(argv=None):
-  """Launches the job (in the batch script), or execs one rank (--task)."""
+  """Launches the job, in the batch script."""
   argv = sys.argv[1:] if argv is None else argv
   try:
     args, trainer_args = parse(argv)

@@ -185,8 +185,8 @@ def main(argv):
   for thread in copying:
     thread.join(timeout=GRACE_SECONDS)
   if rank is not None:
-    print("{}: rank {} exited with code {}; ended the others".format(
-        "legacy_hvd.launch.workers", rank, code), file=sys.stderr, flush=True)
+    print("legacy_hvd.launch.workers: rank {} exited with code {}; ended "
+          "the others".format(rank, code), file=sys.stderr, flush=True)
   sys.exit(code if code >= 0 else 128 - code)
 
 

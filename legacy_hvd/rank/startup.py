@@ -2,7 +2,8 @@
 
 Bad flags, paths and data end before hvd.init(), on every rank at once, in
 one line: no rank is left waiting in a collective. What only rank 0 checks
-(it alone writes the model directory) reaches all by one broadcast."""
+(it alone writes the model directory) reaches all by one broadcast
+(training/job_faults.check_model_dir)."""
 import os
 import tempfile
 
@@ -31,17 +32,6 @@ def prepare_model_dir(path):
   except OSError as e:
     raise cli.UserError(f"--model_dir={path}: not writable ({e.strerror}); "
                         "expected a directory this user can write") from None
-
-
-def share_verdict(rank, problem, broadcast_from_rank0):
-  """Every rank learns whether rank 0's checks found a `problem` (its line,
-  or None): rank 0 prints it and all ranks exit non-zero together."""
-  # Horovod: rank 0 tells every rank whether its checks passed.
-  failed = broadcast_from_rank0(int(problem is not None))
-  if failed and rank == 0:
-    cli.fail(problem)
-  if failed:
-    cli.exit_quietly()
 
 
 def before_horovod(config):

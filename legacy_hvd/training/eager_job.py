@@ -13,7 +13,6 @@ from legacy_hvd.common import results
 from legacy_hvd.model import cnn
 from legacy_hvd.model import scoring
 from legacy_hvd.training import periodic_eval
-from legacy_hvd.rank import startup
 from legacy_hvd.collectives import stop_agreement
 from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
@@ -27,11 +26,10 @@ CHIEF_WAIT_SECONDS = 30
 def start(config, data, ranks, stop_signals, trainer_name, collectives):
   """Between placement and the model: rank 0's model-directory checks, the
   lost-host watch, the world line; the Runtime the trainer goes through."""
-  startup.share_verdict(ranks.rank, job_faults.model_dir_problem(
-      ranks.rank, config.model_dir, job_faults.tf2_checkpoint_shapes(),
+  job_faults.check_model_dir(
+      ranks.rank, collectives, config.model_dir, job_faults.tf2_checkpoint_shapes(),
       lambda: migration.check(config.model_dir, config.optimizer,
-                              migration.TF2)),
-                        collectives.broadcast_from_rank0)
+                              migration.TF2))
   watch = job.watch_hosts_and_log_start(config, data, ranks, collectives,
                                         trainer_name)
   if ranks.rank == 0 and collectives.chief_exits_last:

@@ -15,7 +15,6 @@ from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import scoring
 from legacy_hvd.training import hooks
 from legacy_hvd.training import periodic_eval
-from legacy_hvd.rank import startup
 from legacy_hvd.training import job
 from legacy_hvd.training import job_faults
 
@@ -27,12 +26,11 @@ def start(config, data, ranks, plan, stop_signals, collectives,
           held_out_summaries=True):
   """Rank 0's model-directory checks, their verdict shared; the Runtime.
   held_out_summaries: False where the trainer writes the eval run itself."""
-  startup.share_verdict(ranks.rank, job_faults.model_dir_problem(
-      ranks.rank, config.model_dir, cnn.PARAM_SHAPES,
+  job_faults.check_model_dir(
+      ranks.rank, collectives, config.model_dir, cnn.PARAM_SHAPES,
       # A TF2 trainer's checkpoint becomes this job's (rank 0).
       lambda: migration.to_tf1(config.model_dir, config.optimizer,
-                               job.rate_of(config, plan))),
-                        collectives.broadcast_from_rank0)
+                               job.rate_of(config, plan)))
   return Runtime(config, data, ranks, plan, stop_signals, collectives,
                  held_out_summaries)
 

@@ -115,7 +115,8 @@ class ProgressHook(tf.train.SessionRunHook):
 
 class StopRequestHook(tf.train.SessionRunHook):
   """Stops every rank at the same step once any rank was asked to stop
-  (stop_agreement.agree). The feed is needed every step: fed only on a stop
+  (stop_agreement.agree): ranks that stopped at different steps would leave
+  the others waiting in an allreduce. The feed is needed every step: fed only on a stop
   request (tried, to save its cost), np=2 hung in step 2, when rank 0's
   fetches changed after its first step's summaries (an unfed
   placeholder_with_default is a constant Grappler may fold, collective and
@@ -159,7 +160,8 @@ class EvaluationHook(tf.train.SessionRunHook):
   """Scores the test set after the steps `held_out` says are due, on every
   rank alike, so `evaluate` may run collectives. current_step(): the step
   the ProgressHook before it recorded (no extra fetch). Skipped once
-  skip_if() (a stop was agreed: the ranks exit quickly)."""
+  skip_if() (a stop was agreed: the ranks exit quickly). Added only with
+  --eval_every_n_steps."""
 
   def __init__(self, held_out, evaluate, current_step, skip_if):
     self._held_out = held_out

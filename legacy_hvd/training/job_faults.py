@@ -29,6 +29,20 @@ def tf2_checkpoint_shapes():
           for name, shape in cnn.PARAM_SHAPES.items()}
 
 
+def check_model_dir(rank, collectives, model_dir, expected_shapes,
+                    migrate=None):
+  """Rank 0's checks of the model directory (model_dir_problem); every rank
+  learns the verdict: rank 0 prints the problem and all ranks exit non-zero
+  together, none left waiting in a collective."""
+  problem = model_dir_problem(rank, model_dir, expected_shapes, migrate)
+  # Horovod: rank 0 tells every rank whether its checks passed.
+  failed = collectives.broadcast_from_rank0(int(problem is not None))
+  if failed and rank == 0:
+    cli.fail(problem)
+  if failed:
+    cli.exit_quietly()
+
+
 def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
   """Rank 0's checks of the model directory, before any collective but the
   verdict's: makes it, proves it writable, picks an intact checkpoint and
@@ -93,7 +107,9 @@ def watch_lost_hosts(roster, rank, size, model_dir):
 
 def report_lost_peers(roster, lost, rank, model_dir):
   """The first surviving rank: one line naming the lost host(s) or stuck or
-  failed rank(s), rank 0's last checkpoint and how to resume."""
+  failed rank(s) and rank 0's last checkpoint; under horovodrun alone an
+  error line saying how to resume, under a launcher that decides
+  (cli.DECIDER) a report that leaves the verdict to it."""
   # A host where some rank still answers is up: it keeps all its slots (a
   # rank of it that ended died of the loss or of its own fault, not of
   # its host's).

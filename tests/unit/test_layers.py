@@ -6,7 +6,7 @@ its modules; docs/layout.md shows the same rooms, rules and modules. This
 reads every module's imports (ast, nothing is imported) and checks that no
 module imports outside what its room's rule allows, that no room imports an
 entry point, that only entry points import `flags`, that Horovod stays in
-the entry points and the runtime and training rooms, that the launch room
+the entry points and the collectives and training rooms, that the launch room
 never reaches TensorFlow, that there is no import cycle, and that the
 indexes in docstrings name what exists.
 """
@@ -51,7 +51,7 @@ def room_modules(room):
 
 
 def all_modules():
-  """Dotted names under legacy_hvd/ ('train', 'runtime.hooks', ...)."""
+  """Dotted names under legacy_hvd/ ('train', 'training.hooks', ...)."""
   names = []
   for root, _, files in os.walk(PACKAGE):
     for file in files:
@@ -235,6 +235,17 @@ def test_every_entry_point_has_a_console_script_that_exists():
     scripts = dict(re.findall(r'"(legacy-hvd-[\w-]+)=legacy_hvd\.([\w.]+):run"',
                               f.read()))
   assert sorted(scripts.values()) == sorted(set(ENTRY_POINTS) - set(INTERNAL))
+  # The names users type: legacy-hvd-NAME for legacy_hvd.NAME, the
+  # launchers' kept from before they moved into launch/.
+  assert {script: module for script, module in scripts.items()
+          if "." in module} == {
+              "legacy-hvd-preflight": "launch.preflight",
+              "legacy-hvd-slurm": "launch.slurm",
+              "legacy-hvd-supervise": "launch.supervise",
+              "legacy-hvd-launch-workers": "launch.workers",
+              "legacy-hvd-data": "data.__main__"}
   for script, module in scripts.items():
+    if "." not in module:
+      assert script == "legacy-hvd-" + module.replace("_", "-")
     path = os.path.join(PACKAGE, *module.split(".")) + ".py"
     assert "run" in public_names(path), f"{module} has no run() for {script}"

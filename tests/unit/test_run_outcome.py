@@ -4,6 +4,7 @@ tags) and whether rank 0 wrote results.json during it."""
 import json
 import os
 
+from legacy_hvd.common import cli
 from legacy_hvd.launch import run_outcome
 
 LOST_LH2 = (
@@ -120,3 +121,49 @@ def test_the_restarts_are_added_to_results_json(tmp_path):
 def test_no_restarts_recorded_without_a_results_json(tmp_path):
   assert run_outcome.record_restarts(str(tmp_path), []) is None
   assert os.listdir(tmp_path) == []
+
+
+def survivors_line(monkeypatch, capsys, lost, decider=None):
+  """What job_faults.report_lost_peers prints on rank 0 of lh1:2,lh2:2,
+  under a launcher that decides (decider) or horovodrun alone."""
+  from legacy_hvd.faults import roster
+  from legacy_hvd.training import job_faults
+  if decider:
+    monkeypatch.setenv(cli.DECIDER, decider)
+  else:
+    monkeypatch.delenv(cli.DECIDER, raising=False)
+  monkeypatch.setattr(cli, "_program", lambda: "legacy_hvd.train")
+  monkeypatch.setattr(cli, "_spans_hosts", lambda: False)
+  ranks = roster.Roster(0, None, None, None)
+  ranks.ranks = [roster.Peer(host, "198.18.0.1", 1, 2, "t")
+                 for host in ("lh1", "lh1", "lh2", "lh2")]
+  job_faults.report_lost_peers(ranks, lost, 0, "/nowhere")
+  return capsys.readouterr().err
+
+
+def test_one_failure_one_verdict(monkeypatch, capsys, tmp_path):
+  # Alone, the survivor's line is the error line and says how to resume;
+  # under a launcher that decides it reports, and the launcher reads it the
+  # same way.
+  from legacy_hvd.faults import probes
+  lost = {2: probes.GONE, 3: probes.GONE}
+  alone = survivors_line(monkeypatch, capsys, lost)
+  assert alone.startswith("legacy_hvd.train: error: lost host lh2 (ranks 2, "
+                          "3: processes ended); the job stops."), alone
+  assert "relaunch on the remaining hosts (-H lh1:2) to resume" in alone
+  decided = survivors_line(monkeypatch, capsys, lost,
+                           "legacy_hvd.launch.slurm")
+  assert decided.startswith("legacy_hvd.train: lost host lh2 (ranks 2, 3: "
+                            "processes ended); this run stops."), decided
+  assert decided.rstrip().endswith(
+      "legacy_hvd.launch.slurm decides what follows")
+  assert ": error:" not in decided and "relaunch" not in decided
+  for line in (alone, decided):
+    outcome = lines_of(line).outcome(1, str(tmp_path), None)
+    assert (outcome.kind, outcome.dropped) == (
+        run_outcome.LOST, {"lh2": "processes ended"})
+  failed = survivors_line(monkeypatch, capsys, {0: probes.FAILED},
+                          "legacy_hvd.launch.supervise")
+  assert ": error:" not in failed
+  assert lines_of(failed).outcome(1, str(tmp_path), None).kind == (
+      run_outcome.FAILED)
