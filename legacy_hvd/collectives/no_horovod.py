@@ -47,7 +47,7 @@ def broadcast(tensor, root_rank):
 
 
 class Collectives:
-  """The runtime's collectives for one process: each is the identity."""
+  """The runtime's collectives for one process, over the stand-ins above."""
 
   def broadcast_from_rank0(self, value):
     return int(value)
@@ -56,11 +56,11 @@ class Collectives:
     return np.asarray(row)[None]
 
   def allgather(self, tensor):
-    return tf.identity(tensor)
+    return allgather(tensor)
 
   def sum(self, tensor):
-    return tf.identity(tensor)
+    return allreduce(tensor, op=Sum)
 
   def average(self, tensor, name=None):
     del name
-    return tf.identity(tensor)
+    return allreduce(tensor)

@@ -27,7 +27,8 @@ def start(config, data, ranks, stop_signals, trainer_name, collectives):
   """Between placement and the model: rank 0's model-directory checks, the
   lost-host watch, the world line; the Runtime the trainer goes through."""
   job_faults.check_model_dir(
-      ranks.rank, collectives, config.model_dir, job_faults.tf2_checkpoint_shapes(),
+      ranks.rank, collectives, config.model_dir,
+      job_faults.tf2_checkpoint_shapes(),
       lambda: migration.check(config.model_dir, config.optimizer,
                               migration.TF2))
   watch = job.watch_hosts_and_log_start(config, data, ranks, collectives,

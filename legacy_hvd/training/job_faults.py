@@ -110,12 +110,6 @@ def report_lost_peers(roster, lost, rank, model_dir):
   failed rank(s) and rank 0's last checkpoint; under horovodrun alone an
   error line saying how to resume, under a launcher that decides
   (cli.DECIDER) a report that leaves the verdict to it."""
-  # A host where some rank still answers is up: it keeps all its slots (a
-  # rank of it that ended died of the loss or of its own fault, not of
-  # its host's).
-  remaining = ",".join(
-      f"{host}:{len(ranks)}" for host, ranks in roster.hosts().items()
-      if any(r not in lost for r in ranks))
   if rank == 0:
     step = checkpoint_state.latest_step(model_dir)
     saved = (f"rank 0's last checkpoint is step {step} in {model_dir}"
@@ -123,22 +117,26 @@ def report_lost_peers(roster, lost, rank, model_dir):
   else:
     saved = (f"rank 0's last checkpoint is in {model_dir} on "
              f"{roster.ranks[0][0]}")
+  failed = set(lost.values()) == {probes.FAILED}   # an error, not a loss
+  what = (f"{roster.describe(lost)} (see its error)" if failed
+          else f"lost {roster.describe(lost)}")
   decider = os.environ.get(cli.DECIDER)
-  if set(lost.values()) == {probes.FAILED}:   # an error, not a lost host
-    line = f"{roster.describe(lost)} (see its error); "
-  else:
-    line = f"lost {roster.describe(lost)}; "
   if decider:
     # One failure, one verdict: the launcher's, which knows what follows.
-    line += f"this run stops. {saved}; {decider} decides what follows"
-    print(cli.report_line(line), file=sys.stderr, flush=True)
-  elif set(lost.values()) == {probes.FAILED}:
-    print(cli.error_line(f"{line}the job stops. {saved}"), file=sys.stderr,
-          flush=True)
+    line = cli.report_line(f"{what}; this run stops. {saved}; {decider} "
+                           "decides what follows")
+  elif failed:
+    line = cli.error_line(f"{what}; the job stops. {saved}")
   else:
-    print(cli.error_line(
-        f"{line}the job stops. {saved}; relaunch on the remaining hosts "
-        f"(-H {remaining}) to resume"), file=sys.stderr, flush=True)
+    # A host where some rank still answers is up: it keeps all its slots (a
+    # rank of it that ended died of the loss or of its own fault, not of
+    # its host's).
+    remaining = ",".join(
+        f"{host}:{len(ranks)}" for host, ranks in roster.hosts().items()
+        if any(r not in lost for r in ranks))
+    line = cli.error_line(f"{what}; the job stops. {saved}; relaunch on the "
+                          f"remaining hosts (-H {remaining}) to resume")
+  print(line, file=sys.stderr, flush=True)
 
 
 def exit_if_stopped(summary, stop_signals, rank, model_dir,
