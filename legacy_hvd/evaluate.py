@@ -4,8 +4,7 @@
 
 Rank 0 restores the checkpoint and broadcasts the weights, so only rank 0
 needs to see the files; every rank then scores its shard of the test set and
-the counts are summed with allreduce.
-"""
+the counts are summed with allreduce."""
 from absl import flags
 from absl import logging
 import horovod.tensorflow as hvd
@@ -68,8 +67,7 @@ def main(argv):
   # Horovod: initialize, once the inputs are known to be usable.
   hvd.init()
   ranks = Ranks.of(hvd)
-  # Horovod: each rank's GPU (its local rank's), cores and thread pools, as
-  # the trainer places them (its default flags).
+  # Horovod: each rank's GPU, cores and thread pools, placed as the trainer's.
   session_config = tf.ConfigProto()
   session_config.gpu_options.allow_growth = True
   session_config.gpu_options.visible_device_list = str(hvd.local_rank())

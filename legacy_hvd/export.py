@@ -2,12 +2,10 @@
 
     python -m legacy_hvd.export --model_dir=DIR --out=OUT [--format=saved_model|frozen_graph]
 
-A SavedModel directory (TF Serving, TF2 code) or one frozen GraphDef (TF1
-inference stacks; tensors "images:0", "classes:0", "probabilities:0"). Both
-take uint8 RGB images [N, 32, 32, 3] and return classes int64 [N] and
-probabilities float32 [N, 10], the trainer's normalization inside. Written
-beside OUT and renamed into place, so OUT is either complete or absent.
-"""
+A SavedModel (TF Serving, TF2) or one frozen GraphDef (TF1; tensors
+"images:0", "classes:0", "probabilities:0"): uint8 RGB images [N, 32, 32, 3]
+in, classes int64 [N] and probabilities float32 [N, 10] out, normalization
+inside. OUT is renamed into place: complete or absent."""
 import os
 import shutil
 import tempfile
@@ -84,8 +82,7 @@ def main(argv):
              "(an export is never overwritten)")
   if not os.path.isdir(os.path.dirname(os.path.abspath(FLAGS.out))):
     cli.fail(f"--out={FLAGS.out}: its parent directory does not exist")
-  # A full disk or a read-only file system under OUT: one line, no
-  # traceback (export() has removed its temporary files).
+  # A full disk or a read-only OUT: one line, no traceback.
   with failed_writes.end_on_failure(model_dir=None, target=FLAGS.out):
     print(export(checkpoint, FLAGS.out, FLAGS.format))
 

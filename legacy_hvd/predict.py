@@ -4,8 +4,7 @@
 
 Prints one line per image: its path, then the --top_k classes with their
 probabilities, most probable first. PNG and JPEG are decoded to RGB; images
-that are not 32x32 are resized to it (CIFAR-10's size), and the line says so.
-"""
+that are not 32x32 are resized to it (CIFAR-10's size), and the line says so."""
 import os
 
 from absl import flags

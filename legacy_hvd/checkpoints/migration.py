@@ -1,31 +1,22 @@
 """Resuming a model directory that another trainer wrote: the one mapping.
 
-The flavours hold the same state under different keys and, for two
-optimizers, in different conventions:
+The flavours hold the same state under different keys and conventions:
 
-  tf1       legacy_hvd.train(_estimator): name-based, tf.compat.v1.train
-            slots (conv1/weights/Adam, .../Adam_1, .../Momentum),
-            beta1_power and beta2_power, global_step
-  v1        train_tf2 --optimizer_impl=v1: object-based, the same
-            optimizer (slots m, v, momentum; optimizer/beta1_power)
-  keras-v2  train_keras, and train_tf2 --optimizer_impl=keras on TF 1.15:
-            Keras OptimizerV2 slots m, v, momentum; iterations = the step
+  tf1       legacy_hvd.train(_estimator): name-based tf.compat.v1.train
+            slots (conv1/weights/Adam, .../Momentum), beta1_power
+  v1        train_tf2 --optimizer_impl=v1: object-based, the same optimizer
+  keras-v2  train_keras; train_tf2 --optimizer_impl=keras on TF 1.15
   keras     train_tf2 --optimizer_impl=keras on TF >= 2.11: the new Keras
-            optimizer (optimizer/_variables/N, named Adam/m/conv1/weights;
-            on Keras 3, TF >= 2.16: adam/conv1_weights_0_momentum)
+            optimizer (optimizer/_variables/N; see _keras_slot_name)
 
 Weights, Adam's m and v and the step (and with it the learning rate and the
 data position) carry over exactly. Two things cannot:
   - Adam's beta^t: v1 keeps running float32 products, Keras computes pow(beta,
     t) from its step; the first updates after the move differ in the last bits.
-  - Momentum: v1 keeps sum(momentum^k x gradient) and multiplies by the rate
-    when applying; Keras folds the rate into its velocity, so the velocity is
-    -rate x accumulator: exact only if the rate was constant (not in warm-up).
-Converted on resume (rank 0, before training), not by a separate command:
-the user changes the command, not the directory, and a refusal comes before
-anything is written. The old checkpoints stay, for the way back.
-`rate_of(step)` is the run's schedule.learning_rate of an int64 step.
-"""
+  - Momentum: Keras folds the rate into its velocity (-rate x v1's
+    accumulator): exact only if the rate was constant (not in warm-up).
+Converted on resume, so a refusal comes before anything is written; the old
+checkpoints stay, for the way back. `rate_of(step)`: the run's learning rate."""
 import dataclasses
 import os
 import re
@@ -182,9 +173,8 @@ def _object_graph_names(reader):
 
 def check(model_dir, optimizer, target_format):
   """Rank 0, before training: cli.UserError unless the newest checkpoint can
-  resume a `target_format` trainer with `optimizer`. Its State (verified) if
-  it is the other format's (resume.prepare_resume knows its own only), else
-  False."""
+  resume a `target_format` trainer with `optimizer`; its State if it is the
+  other format's, else False."""
   path = newest(model_dir)
   if path is None:
     return False
@@ -254,9 +244,8 @@ def to_tf1(model_dir, optimizer, rate_of):
 
 
 def to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of):
-  """Rank 0 of a TF2 trainer, before restoring: fills `checkpoint`'s objects
-  from the newest checkpoint if it is another flavour's and writes them as
-  ckpt-<step>, the newest. True if converted."""
+  """Rank 0 of a TF2 trainer, before restoring: an other flavour's newest
+  checkpoint written as ckpt-<step> of `checkpoint`. True if converted."""
   path = newest(model_dir)
   if path is None or _format_on_disk(path) is None:
     return False

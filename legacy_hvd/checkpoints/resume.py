@@ -1,15 +1,8 @@
 """Finding, checking and restoring the trainers' checkpoints, with one-line
-errors.
-
-The trainers name checkpoints relative to the model directory, so that it
-resumes wherever it is moved, copied or mounted; a state file that names
-them elsewhere (the TF1 jobs once wrote absolute paths), cannot be read, or
-is missing beside them is read as the directory's own files, said once. A
-checkpoint is intact when every tensor reads (the bundle checks each CRC);
-a damaged one is passed over for the newest intact one, in one line.
-TensorFlow's savers rewrite the state file only after a checkpoint's files,
-so a job killed while saving leaves the previous one named.
-"""
+errors. Names are relative to the model directory, so it resumes wherever it
+is moved; a state file naming them elsewhere (old TF1 jobs), unreadable or
+missing is read as the directory's own files, said once. A checkpoint is
+intact when every tensor reads (the bundle checks each CRC)."""
 import collections
 import glob
 import os
@@ -23,14 +16,10 @@ from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
 from legacy_hvd.common import json_files
 
-# What TensorFlow's checkpoint reader raises for a damaged, short or missing
-# file, by what it read on TF 1.15.5, 2.15.1, 2.18.1 and 2.21.0 (the survey:
-# docs/faults.md): tf.errors.OpError (TF 1.15's DataLossError, NotFoundError,
-# OutOfRangeError; TF 2's NotFoundError and a bare OpError for a failed CRC
-# or an unreadable index); IndexError (TF 2's pybind reader on a data file
-# shorter than its index says: "Read less bytes than requested", its
-# OUT_OF_RANGE); ValueError (UnicodeDecodeError among them). Anything else
-# is a bug of ours and goes on.
+# What TF's checkpoint reader raises for a damaged, short or missing file on
+# TF 1.15.5 to 2.21.0 (docs/faults.md): tf.errors.OpError, IndexError (TF 2's
+# pybind reader on a data file shorter than its index says), ValueError
+# (UnicodeDecodeError among them). Anything else is a bug of ours.
 READ_ERRORS = (tf.errors.OpError, ValueError, IndexError)
 # The checkpoints a model directory keeps (and its state file lists), as
 # TF1's Saver keeps them by default: every trainer's.
@@ -95,9 +84,8 @@ def listing(model_dir):
 
 
 def adopt(model_dir):
-  """Rank 0, before any other look at its checkpoints: when listing() has a
-  note, says it once and rewrites the state file from the directory's own files
-  (removes it when nothing is beside it)."""
+  """Rank 0, first: when listing() has a note, says it once and rewrites the
+  state file from the directory's own files (or removes it)."""
   found = listing(model_dir)
   if not found.note:
     return
@@ -119,14 +107,9 @@ def write_state(model_dir, paths):
 
 def prepare_resume(model_dir, expected_shapes):
   """Rank 0 of a trainer, before training: the checkpoint to resume from, or
-  None.
-
-  A damaged checkpoint is passed over for the newest intact one before it, in
-  one line; its files go and the state file names the intact one, for the
-  session or CheckpointManager to restore. One whose variables are not
-  `expected_shapes` is another model's, the user's mistake: cli.UserError, as
-  when none is intact.
-  """
+  None. A damaged one is passed over (its files removed) for the newest intact
+  one, in one line; one whose variables are not `expected_shapes` is another
+  model's: cli.UserError, as when none is intact."""
   found = listing(model_dir)
   path, damaged = _newest_intact(found, expected_shapes, model_dir)
   if damaged:

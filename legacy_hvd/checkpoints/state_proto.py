@@ -2,8 +2,7 @@
 state_proto.parse_checkpoint_state raises state_proto.CheckpointStateError
 where tf.train's reader logs and returns None (a one-line error must name
 the file), and state_proto.checkpoint_state_text writes it without the
-deprecation warning.
-"""
+deprecation warning."""
 from google.protobuf import text_format
 
 

@@ -1,6 +1,4 @@
-"""Horovod's collectives, as the runtime asks for them: the one seam between
-the runtime and Horovod, so the runtime never sees the hvd module; each
-trainer shows its own touch points and hands one of these in."""
+"""Horovod's collectives, as the runtime asks for them (it never sees hvd)."""
 import horovod.tensorflow as hvd
 import numpy as np
 import tensorflow.compat.v1 as tf1
@@ -36,8 +34,7 @@ class Collectives:
 
 
 class GraphCollectives(Collectives):
-  """The same, for a TF1 graph job: sum, average and allgather build ops of
-  the job's graph; the two start-up ones run outside it."""
+  """For a TF1 graph job: sum, average and allgather build ops of its graph."""
 
   def broadcast_from_rank0(self, value):
     # Horovod: rank 0's int (its check's verdict) reaches every rank.

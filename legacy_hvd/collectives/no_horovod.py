@@ -1,7 +1,6 @@
 """The part of Horovod's API the TF1 trainer uses, for one process without
-Horovod (--nohorovod): each collective is the identity and no background
-thread starts, so tools/benchmark.py can measure what Horovod itself costs.
-"""
+Horovod (--nohorovod): identity collectives and no background thread, so
+tools/benchmark.py can measure what Horovod itself costs."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 

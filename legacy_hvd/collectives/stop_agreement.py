@@ -9,6 +9,5 @@ def agree(requested, size, average):
   one-float allreduce with no inputs from the step, so it overlaps it."""
   if size == 1:   # alone, a rank needs no agreement (nor Horovod)
     return requested
-  # Horovod: a stop request on any rank reaches all ranks in the same step
-  # (average: the trainer's collectives', Horovod's or the strategy's).
+  # Horovod: a stop request on any rank reaches all ranks in the same step.
   return average(requested)

@@ -1,6 +1,5 @@
-"""tf.distribute's collectives, as the eager runtime asks for them: the
-twin of horovod_collectives.py for legacy_hvd.train_mwms. `strategy` has one
-replica per worker; every worker calls each one in the same order. Never
+"""tf.distribute's collectives, horovod_collectives.py's twin for train_mwms
+(one replica per worker; every worker calls each in the same order). Never
 imports Horovod: train_mwms runs where Horovod does not build."""
 import tensorflow.compat.v2 as tf
 
@@ -30,8 +29,7 @@ class Collectives:
                                     tf.int64)))
 
   def broadcast_variables(self, variables):
-    """Every worker's mirrored `variables` set to rank 0's:
-    hvd.broadcast_variables' twin, one batched sum per dtype."""
+    """hvd.broadcast_variables' twin, one batched sum per dtype."""
     # tf.distribute: rank 0's values plus the others' zeros, as above.
     for dtype in {v.dtype for v in variables}:
       these = [v for v in variables if v.dtype == dtype]

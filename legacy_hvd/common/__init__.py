@@ -1,5 +1,5 @@
-"""The pieces every side stands on: no Horovod, and TensorFlow only
-through compat.
+"""The pieces every side stands on: no Horovod; TensorFlow only through
+compat.
 
   cli               flag parsing and one-line errors
   config            the run's settings as one frozen value

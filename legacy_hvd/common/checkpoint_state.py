@@ -1,10 +1,6 @@
 """The newest checkpoint's step, read without TensorFlow (the Slurm launcher
-starts none).
-
-Checkpoint names end in `-<global step>`, and only that end is read: the
-`checkpoint` state file may hold the path as another host (or mount
-namespace) saw it, or as the directory was before it was moved.
-"""
+starts none), from the `-<global step>` end of its name only: the state file
+may hold the path as another host saw it, or from before a move."""
 import os
 import re
 

@@ -1,10 +1,8 @@
 """Flag parsing and the errors a user can cause, for every entry point.
 
-horovodrun starts the same command in every rank, so all of them find a bad
-flag or path at once: local rank 0 of each host prints the one line (naming
-the host when the job spans several, like `mpirun --tag-output`), and every
-rank exits non-zero, so the launcher stops the job and nobody waits in a
-collective.
+Every rank finds a bad flag or path at once: local rank 0 of each host prints
+the one line (naming the host when the job spans several) and every rank
+exits non-zero, so the launcher stops the job and nobody waits in a collective.
 """
 import faulthandler
 import json
@@ -23,13 +21,10 @@ _WORLD_SIZE_VARIABLES = ("HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 USAGE_ERROR = 2
 INPUT_ERROR = 1
 LOST_PEER = 75   # EX_TEMPFAIL: a host was lost; relaunching may succeed
-# Set by the Slurm launcher (legacy_hvd.launch.slurm: its plan of the ranks) in
-# every rank's environment.
+# The Slurm launcher's plan of the ranks, in every rank's environment.
 SLURM_PLAN = "LEGACY_HVD_SLURM_HOSTS"
-# Set by a launcher that decides what follows a lost host or a failed rank
-# (the supervisor, the Slurm launcher) to its name, in every rank's
-# environment: a rank under it reports the loss and leaves the verdict,
-# the one error line, to it.
+# Set, to its name, by a launcher that decides what follows a lost host or a
+# failed rank: a rank under it reports the loss and leaves the verdict to it.
 DECIDER = "LEGACY_HVD_DECIDER"
 # Seconds a silent rank waits before exiting: horovodrun kills every rank
 # once one exits, so a silent rank exiting first could cut off the line.
@@ -55,8 +50,7 @@ class UserError(Exception):
 
 
 def speaks_for_host():
-  """Whether this rank is the one of its host that prints what every rank
-  would print alike: fail()'s line, a warning about a shared input."""
+  """Whether this rank speaks for its host (fail()'s line, shared warnings)."""
   for variable in _LOCAL_RANK_VARIABLES:
     if variable in os.environ:
       return os.environ[variable] == "0"
@@ -119,8 +113,7 @@ def _spans_hosts():
 
 
 def fail(message, exit_code=INPUT_ERROR, reporter=None):
-  """Prints `program: error: message` (once per host: reporter None) and exits.
-  """
+  """Prints `program: error: message` (once per host by default), exits."""
   global _exiting
   _exiting = True
   if speaks_for_host() if reporter is None else reporter:
@@ -165,8 +158,8 @@ def parse_flags(argv, positional_args=False):
 
 
 def quiet_tensorflow():
-  """One copy of each log record, without TF1 deprecation notices: TF1 APIs are
-  this project's subject, and their notices would bury the training log."""
+  """One copy of each log record, without TF1 deprecation notices (this
+  project uses TF1 APIs: they would bury the training log)."""
   import tensorflow as tf
   from tensorflow.python.util import deprecation
   deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
@@ -183,12 +176,9 @@ def run_launcher(main):
 
 
 def run(main, define_flags=(), positional_args=False):
-  """Defines the flags, then app.run(main) with one-line flag errors.
-
-  absl turns on faulthandler, so a rank that aborts in C++ (Gloo's failed
-  check when peers die, say) would print every thread's stack; it stays off
-  unless asked for (PYTHONFAULTHANDLER=1 or -X faulthandler).
-  """
+  """Defines the flags, then app.run(main) with one-line flag errors; absl's
+  faulthandler stays off unless asked for (PYTHONFAULTHANDLER=1), or a rank
+  aborting in C++ (Gloo's failed check) would print every thread's stack."""
   for define in define_flags:
     define()
   quiet_tensorflow()

@@ -1,17 +1,13 @@
-"""The one place that knows how the supported TensorFlow and Python versions
-differ: compat.TF1, compat.AUTOTUNE, compat.enable_v2_behavior,
+"""How the supported TensorFlow and Python versions differ, in one place:
+compat.TF1, compat.AUTOTUNE, compat.enable_v2_behavior,
 compat.enable_op_determinism, compat.estimator, compat.package_version,
 compat.stateless_random_crop, compat.stateless_random_flip_left_right and
 their TF 1.15 stand-ins compat.crop_from_uniform_draws and
-compat.flip_from_uniform_draw, built from the same stateless random streams
-and checked bit for bit against the TF 2 ops (tests/unit/test_compat.py).
+compat.flip_from_uniform_draw (bit for bit the TF 2 ops' results).
 
-Supported: TensorFlow 1.15.5 on Python 3.7 (the legacy clusters' stack),
-2.15 on 3.9-3.11, 2.16 and 2.18 on 3.9-3.12, 2.21 on 3.10-3.13 (without
-Horovod; docs/stacks.md). Nothing else looks at `tf.__version__` or
-`sys.version_info`, as Horovod keeps its helpers in horovod/tensorflow/util.py;
-the Keras behind tf.keras differs on its own (model/keras_compat.py).
-"""
+Supported: TensorFlow 1.15.5 on Python 3.7, 2.15 on 3.9-3.11, 2.16 and 2.18
+on 3.9-3.12, 2.21 on 3.10-3.13 (without Horovod; docs/stacks.md). Keras
+differs on its own (model/keras_compat.py)."""
 import os
 
 import tensorflow as tf
@@ -23,11 +19,9 @@ _INT32_MAX = 2**31 - 1
 
 
 def enable_v2_behavior():
-  """Eager execution and the v2 APIs (a no-op on TF 2), before any op is built.
-
-  On TF 1.15 all but tensor equality, under which TF 1.15 cannot hash a
-  variable, and Horovod's DistributedGradientTape keys its gradients by one.
-  """
+  """Eager execution and the v2 APIs (a no-op on TF 2), before any op is built;
+  on TF 1.15 without tensor equality, which cannot hash a variable, and
+  Horovod's DistributedGradientTape keys its gradients by one."""
   if TF1:
     tf.compat.v1.enable_v2_behavior()
     tf.compat.v1.disable_tensor_equality()

@@ -1,7 +1,6 @@
 """The run's settings as one frozen value, made once from the parsed flags in
 main: nothing below reads FLAGS, so the model, input and hooks can be built
-and tested with a `Config(...)` written by hand.
-"""
+and tested with a `Config(...)` written by hand."""
 import dataclasses
 from typing import Optional
 

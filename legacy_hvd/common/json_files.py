@@ -1,11 +1,8 @@
 """JSON files written whole: a reader finds the complete new file or the old.
 
-A file is written under `<path>.tmp-<pid>` beside it (the same file system,
-so the rename is atomic), then renamed over it; a failed write removes its
-temporary file when it can and raises the OSError, naming `path` when the
-error names no file. Standard library only: the launchers import it where
-TensorFlow may be absent; Python 3.7-compatible.
-"""
+Written to `<path>.tmp-<pid>` beside it (one file system: an atomic rename);
+a failed write removes that file and raises the OSError, naming `path`.
+Standard library only (the launchers may lack TensorFlow); Python 3.7."""
 import contextlib
 import json
 import os
@@ -15,8 +12,7 @@ TEMPORARY = re.compile(r"\.tmp-\d+$")
 
 
 def write_json(path, value):
-  """`value` as indented, key-sorted JSON, written atomically; returns `path`.
-  """
+  """`value` as indented, sorted JSON, written atomically; returns `path`."""
   return write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 

@@ -1,6 +1,5 @@
-"""Paths a user gives, checked before anything is created: a check walks up to
-the nearest part that exists. Never imports TensorFlow or Horovod.
-"""
+"""Paths a user gives, checked before anything is created (up to the nearest
+part that exists). Never imports TensorFlow or Horovod."""
 import os
 
 

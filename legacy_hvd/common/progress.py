@@ -1,6 +1,5 @@
 """Training progress shared by the TF1 hook and the TF2 loop, and StepLog: one
-JSON line per step, for tools/compare_paths.py.
-"""
+JSON line per step, for tools/compare_paths.py."""
 import json
 import os
 import time
@@ -99,8 +98,7 @@ class StepLog:
     self._append(record)
 
   def write_evaluation(self, step, loss, accuracy, examples):
-    """One held-out evaluation; after close() too (the last follows training).
-    """
+    """One held-out evaluation, also after close() (the last one)."""
     if self._file is None:
       return
     self._append({"step": int(step), "time": time.time(),

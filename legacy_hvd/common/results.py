@@ -8,7 +8,6 @@ from legacy_hvd.common import compat
 from legacy_hvd.common import json_files
 
 RESULTS_FILE = "results.json"
-# The one atomic JSON write (json_files.py), by the name rank 0's callers use.
 write_json = json_files.write_json
 
 
@@ -30,9 +29,8 @@ def write_run_results(summary, config, data_source, path_name):
 
 def run_summary(metrics, weight_digests, progress, world_size, batch_size,
                 steps_per_epoch):
-  """The results.json fields every trainer shares: `metrics` from
-  scoring.metrics_from_counts, one weight digest per rank, the run's Progress.
-  """
+  """The results.json fields every trainer shares (`metrics` from
+  scoring.metrics_from_counts, one weight digest per rank)."""
   values = progress.last_values
   return dict(
       metrics,

@@ -1,14 +1,11 @@
 """Signals recorded, written once: the trainers' stop request and the
 launchers' forwarding.
 
-A cluster stops a job with SIGTERM (a time limit, a pre-emption, scancel),
-Slurm warns with SIGUSR1 first (`--signal=USR1@N`), a user presses Ctrl-C.
-A trainer only records the first: it finishes its step, the ranks agree to
-stop at the same step, and rank 0 saves a checkpoint. A repeated SIGTERM or
-SIGUSR1 is the same request (Slurm signals a task directly and through srun)
-and changes nothing: the scheduler's SIGKILL is the "now"; a second SIGINT
-ends the process at once. Standard library only; Python 3.7-compatible.
-"""
+A trainer records only the first SIGTERM, SIGUSR1 (Slurm's warning) or
+SIGINT: it finishes its step, the ranks agree on a stop step, rank 0 saves a
+checkpoint. A repeated SIGTERM or SIGUSR1 changes nothing (Slurm signals a
+task directly and through srun; its SIGKILL is the "now"); a second SIGINT
+ends the process at once. Standard library only; Python 3.7-compatible."""
 import os
 import signal
 

@@ -1,9 +1,6 @@
-"""Data commands: python -m legacy_hvd.data download --dest DIR [--url URL].
-
-For machines with network access: fetches the official CIFAR-10 archive,
-checks its checksum and extracts it atomically; then train with
---data_dir=DIR. Prints the directory it made.
-"""
+"""Data commands: python -m legacy_hvd.data download --dest DIR [--url URL]
+fetches, checks and extracts the official CIFAR-10 archive atomically and
+prints the directory to train with (--data_dir)."""
 from absl import flags
 
 from legacy_hvd.common import cli

@@ -9,8 +9,7 @@ Layouts (`data_dir` may name any of them, or a directory holding one):
                           [10000, 3072] (the same plane order) and b"labels"
   cifar-10-binary.tar.gz / cifar-10-python.tar.gz   either, read in memory
 
-Any damage is reported as one `DataError` naming the file and what is wrong.
-"""
+Any damage is reported as one `DataError` naming the file and what is wrong."""
 import collections
 import gzip
 import io
@@ -158,10 +157,9 @@ def _assemble(contents, reader, train_names, test_name, source):
 
 
 def _aligned_empty(count):
-  """An uninitialized uint8 [count, 32, 32, 3] array starting on a 64-byte
-  boundary: TensorFlow feeds such an array without copying it, while numpy's
-  large arrays start 16 bytes past one, and the copy would raise every rank's
-  peak memory by the training set's size (docs/performance.md)."""
+  """An uninitialized uint8 [count, 32, 32, 3] array on a 64-byte boundary: TF
+  feeds it uncopied, while numpy's start 16 bytes past one, and the copy adds
+  the training set to every rank's peak memory (docs/performance.md)."""
   size = count * PIXELS
   buffer = np.empty(size + ALIGN_BYTES, np.uint8)
   offset = -buffer.ctypes.data % ALIGN_BYTES
@@ -213,8 +211,7 @@ def _checked(name, planes, labels):
 
 
 def _to_hwc(planes):
-  """A view of uint8 [N, 3072] as [N, 32, 32, 3]: stored as three 32x32
-  planes (R, G, B); TF wants height, width, channel."""
+  """uint8 [N, 3072] R, G, B planes viewed as [N, 32, 32, 3], as TF wants."""
   return planes.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
 
 

@@ -1,10 +1,6 @@
-"""Downloads the official CIFAR-10 archive, verifies it, extracts it
-atomically.
-
-The archive is streamed to a private temporary file and hashed on the way; a
-wrong checksum, a damaged archive or an unexpected member leaves `dest` as it
-was, and the extracted layout is renamed into place whole.
-"""
+"""Downloads the official CIFAR-10 archive, verifies it, extracts it atomically:
+a wrong checksum, a damaged archive or an unexpected member leaves `dest` as
+it was; the layout is renamed into place whole."""
 import hashlib
 import os
 import shutil

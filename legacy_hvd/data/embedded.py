@@ -1,10 +1,7 @@
-"""A small, deterministic, learnable CIFAR-10-shaped dataset, made on first
-use, so the trainer runs anywhere without a download.
-
-Written in the official binary layout and read by the same reader. Each class
-is a fixed smooth colour pattern, shifted at random and buried in noise: a CNN
-learns it well above chance within an epoch, but not instantly.
-"""
+"""A small, deterministic, learnable CIFAR-10-shaped dataset in the official
+binary layout, made on first use so the trainer runs without a download. Each
+class is a smooth colour pattern, shifted and buried in noise: a CNN learns it
+well above chance within an epoch, but not instantly."""
 import os
 
 import numpy as np

@@ -1,17 +1,15 @@
 """tf.data pipelines over in-memory CIFAR-10 arrays, one shard per rank:
 (float32 [B, 32, 32, 3] normalized images, int32 [B] labels).
 
-The TF1 path feeds the arrays through placeholders once, which keeps the
-pixels out of the GraphDef saved beside every checkpoint. Every random
-choice is a stateless draw, so TF 1.15 and TF 2 give the same batches.
-"""
+The TF1 path feeds the arrays through placeholders once, keeping the pixels
+out of the GraphDef saved beside every checkpoint. Every random choice is a
+stateless draw, so TF 1.15 and TF 2 give the same batches."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from legacy_hvd.common import compat
 
-# Per-channel mean and standard deviation of the CIFAR-10 training pixels,
-# on the 0..255 scale: normalization makes each channel ~zero-mean, unit-var.
+# Per-channel mean and standard deviation of the training pixels (0..255).
 CHANNEL_MEAN = (125.3, 123.0, 113.9)
 CHANNEL_STD = (63.0, 62.1, 66.7)
 PAD_PIXELS = 4                 # --augment: pad 4 on each side, crop 32x32 back
@@ -22,26 +20,19 @@ _INVERSE_STD = tuple(float(np.float32(1) / np.float32(s)) for s in CHANNEL_STD)
 
 def normalize(images):
   """uint8 [..., 32, 32, 3] -> float32 per-channel standardized pixels.
-
-  Multiplies by reciprocals: Grappler rewrites a division that way in a
-  session's graph but not in every tf.data function (one ulp apart). The
-  constants are whole [32, 32, 3] images: a broadcast over leading dimensions
-  runs vectorized, one over a last dimension of 3 does not.
-  """
+  Reciprocals: Grappler rewrites a division so in a session's graph, not in
+  every tf.data function (one ulp apart). Whole [32, 32, 3] constants: a
+  broadcast over leading dimensions runs vectorized, over a last 3 not."""
   return (tf.cast(images, tf.float32) - _pixelwise(CHANNEL_MEAN)) * (
       _pixelwise(_INVERSE_STD))
 
 
 def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
                   augment=False, skip_examples=0):
-  """Endless shuffled whole batches of this rank's shard.
-
-  Example indices are sharded before they are shuffled, so ranks never
-  overlap; each epoch's order is a stateless permutation keyed by (seed, rank,
-  epoch), the same on every TensorFlow (tf.data's shuffle is not).
-  `skip_examples` (int64, may be a placeholder) resumes where a run that took
-  that many examples left off: same order, same crops.
-  """
+  """Endless shuffled whole batches of this rank's shard, sharded before the
+  shuffle; each epoch's order a stateless permutation of (seed, rank, epoch),
+  alike on every TensorFlow (tf.data's shuffle is not). `skip_examples` (int64,
+  may be a placeholder) resumes a run that took that many: same order, crops."""
   images = tf.convert_to_tensor(images)
   labels = tf.convert_to_tensor(labels)
   stream = seed * 1000 + shard_index    # this rank's random stream

@@ -1,7 +1,6 @@
 """A downloaded tar archive extracted safely on every supported Python:
 tar_extraction.extract_tar, and its Python 3.7 stand-in
-tar_extraction.extract_checked (tests/unit/test_compat.py runs both).
-"""
+tar_extraction.extract_checked (tests/unit/test_compat.py runs both)."""
 import os
 import tarfile
 

@@ -1,6 +1,5 @@
-"""The fault mechanisms below the trainers: a lost host or a stuck rank found
-and ended, and a write that fails in the model directory. No Horovod: the
-trainers' responses to faults are training.job_faults.
+"""A lost host or stuck rank found and ended, a failed write in the model
+directory. No Horovod: the trainers' responses are training.job_faults.
 
   roster             where every rank runs; which ranks are lost, in words
   loss_watch         one survivor names the loss, every rank ends

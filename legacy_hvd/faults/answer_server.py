@@ -1,8 +1,6 @@
-"""This rank's probe port: a thread of its own, so a rank blocked in a
-collective or busy in a step still answers ALIVE, keeping for the lost-host
-watch the ranks that said an error ends them and each survivor's
-acknowledgement, held open until the reporter answers it.
-"""
+"""This rank's probe port, on a thread of its own: a rank blocked in a
+collective or busy in a step still answers ALIVE; each survivor's
+acknowledgement is held open until the reporter answers it."""
 import queue
 import threading
 

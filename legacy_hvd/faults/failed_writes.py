@@ -1,14 +1,10 @@
 """A write that fails in the model directory: one line, nothing half-written.
 
-A checkpoint, summary, results.json, step log or export that cannot be
-written (a full disk, a quota, a read-only remount, a directory removed)
-ends the rank in one line naming the file, the cause and the last complete
-checkpoint: TensorFlow's savers name a checkpoint in the state file only
-once it is complete. What the failed write left is removed, or, on a file
-system that no longer takes changes, removed by the next start, which says
-so. `tell_others()` lets the other ranks name this one instead of waiting
-in a collective. Standard library only; Python 3.7-compatible.
-"""
+The rank ends in one line naming the file, the cause and the last complete
+checkpoint (TF's savers name one in the state file only once complete); what
+the write left is removed, now or by the next start. `tell_others()` lets the
+other ranks name this one instead of waiting in a collective. Standard
+library only; Python 3.7-compatible."""
 import contextlib
 import errno
 import os

@@ -1,9 +1,6 @@
-"""Each rank's keeper (stuck_rank_killer.py), from the ranks' side.
-
-A stuck rank cannot end itself, and on another host than the launcher
-nothing else will (horovodrun ends a remote rank's ssh, not the rank): its
-keeper kills it when asked with its token, which only the job's ranks learn.
-"""
+"""Each rank's keeper (stuck_rank_killer.py), from the ranks' side: a stuck
+remote rank outlives horovodrun's end of its ssh; its keeper kills it when
+asked with its token, which only the job's ranks learn."""
 import os
 import secrets
 import socket

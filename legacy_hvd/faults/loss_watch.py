@@ -1,12 +1,7 @@
 """The lost-host watch: one surviving rank names what the job lost, in one
-line, and every rank ends with the same exit code.
-
-A failed collective on a survivor calls check(); or the launcher's SIGTERM
-reaches a survivor still blocked in a collective, where Python runs no
-handler until it returns (after horovodrun's SIGKILL), so a thread woken
-through signal.set_wakeup_fd probes at once. A stuck rank breaks nothing:
-it is named once Gloo's time-out fails the collective on the others.
-"""
+line, and every rank ends with the same exit code. A survivor blocked in a
+collective runs no Python signal handler until it returns (after
+horovodrun's SIGKILL), so a thread woken through signal.set_wakeup_fd probes."""
 import concurrent.futures
 import os
 import queue
@@ -24,14 +19,9 @@ GLOO_TIMEOUT_SECONDS = 30.0   # Horovod's default HOROVOD_GLOO_TIMEOUT_SECONDS
 
 class LossWatch:
   """The first survivor reports and ends with `exit_code`; the others wait.
-
-  The reporter waits until every other survivor acknowledged (one stopped
-  first would find it gone and report again), then has stuck ranks' keepers
-  kill them. A reporter that ends without answering died too: the others
-  probe again. Nothing happens once `stand_down()` is true: this rank is
-  already ending for a reason it reported. An uncaught error tells the others
-  first (a sys.excepthook), so they name it rather than fail in tracebacks.
-  """
+  Nothing happens once `stand_down()` is true (this rank is ending for a
+  reason it reported). An uncaught error tells the others first (a
+  sys.excepthook), so they name it rather than fail in tracebacks."""
 
   def __init__(self, roster, report, exit_code, head_start,
                stand_down=lambda: False):
@@ -74,10 +64,8 @@ class LossWatch:
     self._roster.wait_others_gone(seconds)
 
   def _watch(self, read_end):
-    # Only the first signal: horovodrun's stop after a rank died is the
-    # first a survivor gets. A later one (a user's second Ctrl-C, or
-    # horovodrun ending a job that is stopping cleanly) must not be taken
-    # for a lost host.
+    # Only the first signal (horovodrun's stop after a rank died): a later
+    # one, as a second Ctrl-C, must not be taken for a lost host.
     os.read(read_end, 1)
     if not self._stand_down():
       self.check()
@@ -96,18 +84,15 @@ class LossWatch:
       reporter = self._roster.first_alive(lost)
       if self._roster.rank == reporter:
         self._report(lost)
-        # Exit only once the other survivors have seen the loss too: the
-        # launcher stops them when this rank exits, and one stopped before
-        # its own probe would find this rank gone and report a second time.
+        # Exit only once the others have seen the loss too: one stopped
+        # before its own probe would find this rank gone and report again.
         others = len(self._roster.ranks) - len(lost) - 1
         self._await_acknowledgements(others, wait)
         # Last: once a stuck rank is killed the launcher stops the others.
         keepers.end_stuck(self._roster.ranks, lost)
         break
       # Stay alive (answering probes) while the reporter may still be
-      # waiting out its own collective and probing: a survivor that left
-      # first would be reported lost too. The launcher ends this rank as
-      # soon as the reporter exits. A reporter that died before it
+      # probing, or be reported lost too; a reporter that died before it
       # reported is lost too: probe again.
       deadline = time.monotonic() + wait
       if self._acknowledge(reporter, wait):
@@ -121,8 +106,7 @@ class LossWatch:
 
   def _acknowledge(self, reporter, seconds):
     """Tells `reporter` this rank saw the loss too, then waits up to `seconds`
-    for its word that it reported; False if it ended without it (it died too).
-    """
+    for its word that it reported; False if it ended without it (died too)."""
     try:
       peer = self._roster.ranks[reporter]
       with socket.create_connection((peer.address, peer.port),

@@ -1,10 +1,8 @@
 """What ranks send each other on their probe ports, and the probe that tells a
-running rank from one that is gone, stuck or failed, with nothing added to
-the training loop: a dead process's host refuses at once, an unreachable
-host times out, a stopped (SIGSTOP) or stuck process is connected by the
-kernel but never answers, and a rank an error ends answers FAILED.
-Standard library only.
-"""
+running rank from one that is gone, stuck or failed, adding nothing to the
+training loop: a dead process's host refuses, an unreachable one times out, a
+stopped or stuck process is connected by the kernel but never answers.
+Standard library only."""
 import socket
 
 PROBE_SECONDS = 3.0     # a host that does not answer a connect in this is gone

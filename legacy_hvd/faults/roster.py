@@ -1,10 +1,6 @@
-"""Where every rank of the job runs, how to reach it, and which ranks are
-lost, in the words of the one line that names them.
-
-One allgather of a row per rank tells every rank where the others' probe
-ports and keepers are; `allgather_rows` is the trainer's collectives' (no
-Horovod here).
-"""
+"""Where every rank of the job runs, how to reach it (one allgather of a row
+per rank, by the trainer's collectives), and which ranks are lost, in the
+words of the one line that names them."""
 import collections
 import concurrent.futures
 import json
@@ -37,8 +33,7 @@ def host_name():
 
 
 class Roster:
-  """This rank, its probe port and keeper, and once gathered every rank's
-  Peer."""
+  """This rank, its probe port and keeper; once gathered, every rank's Peer."""
 
   def __init__(self, rank, server, address, keeper):
     self.rank = rank

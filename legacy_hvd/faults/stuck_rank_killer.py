@@ -2,13 +2,10 @@
 
     python -m legacy_hvd.faults.stuck_rank_killer RANK_PID ALIVE_FD LISTEN_FD < TOKEN
 
-A stopped or wedged rank runs no code of its own. Its keeper listens on
-LISTEN_FD and, sent END and TOKEN (from stdin: a command line is readable by
-every user of the host), SIGKILLs the rank (which ends a stopped process too).
-It exits when the rank ends: ALIVE_FD is the read end of a pipe whose only
-write end the rank holds. Standard library only (it starts beside every rank);
-Python 3.7-compatible.
-"""
+Sent END and TOKEN on LISTEN_FD (TOKEN from stdin: every user of the host can
+read a command line), it SIGKILLs the rank, stopped or not; it exits when
+ALIVE_FD, a pipe only the rank can write, ends. Standard library only;
+Python 3.7-compatible."""
 import os
 import select
 import signal

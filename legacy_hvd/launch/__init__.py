@@ -1,6 +1,5 @@
-"""The launcher side, as Horovod keeps its own in horovod/runner: the
-launchers (`python -m legacy_hvd.launch.NAME`) beside the pieces they
-share. Never imports TensorFlow or Horovod's frameworks, even indirectly.
+"""The launchers beside the pieces they share (as Horovod's horovod/runner).
+Never imports TensorFlow or Horovod's frameworks, even indirectly.
 
   slurm        runs a trainer under Slurm, every rank an srun task
   slurm_task   each srun task's side: becomes its rank, execs the trainer

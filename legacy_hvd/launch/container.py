@@ -1,8 +1,6 @@
-"""The Slurm launcher's tasks in an image: Charliecloud's `ch-run` of the
-directory `ch-convert` makes of a `make image` image (docs/containers.md).
-Every check runs before any rank starts and fails in one line.
-Python 3.7-compatible, as the launcher is.
-"""
+"""The Slurm launcher's tasks in an image: Charliecloud's `ch-run` of a `make
+image` image (docs/containers.md). Every check runs before any rank starts
+and fails in one line. Python 3.7-compatible."""
 import glob
 import os
 import sys
@@ -62,8 +60,7 @@ def binds(image, bind_values, needs_horovod, model_dir):
 
 
 def outside(path, pairs):
-  """The node's path of the image's `path`, through the innermost bind holding
-  it."""
+  """The node's path of the image's `path`, through its innermost bind."""
   for source, target in sorted(pairs, key=lambda pair: -len(pair[1])):
     if path == target or path.startswith(target + "/"):
       return source + path[len(target):]

@@ -1,11 +1,7 @@
-"""Where the supervisor can launch the job next: the hosts still reachable,
-or those a host-discovery script names, without the hosts the job lost.
-
-A lost host is left out of every later launch, as Elastic Horovod
-blacklists a failed worker's host; one that takes no batch-mode ssh login
-now (as horovodrun logs in) is left out of this launch only. The first
-host stays first while it remains: it runs rank 0, which owns the model
-directory. No Horovod, no TensorFlow; Python 3.7-compatible.
+"""Where the supervisor can launch next: the hosts given or discovered, without
+those the job lost (for good, as Elastic Horovod blacklists them) or that
+refuse a batch-mode ssh login now (for this launch). The first host stays
+first: rank 0 owns the model directory. No Horovod, no TensorFlow; Python 3.7.
 """
 import concurrent.futures
 import subprocess

@@ -1,11 +1,7 @@
 """Host lists as horovodrun reads them, and which of them is this machine.
-
 What horovodrun cannot use, or would use otherwise than meant, is refused
-before any host is contacted: one line per bad item, then exit. The
-pre-flight check and the supervisor read hosts here, so both read them as
-strictly and log in with the same ssh command. No Horovod, no TensorFlow;
-Python 3.7-compatible.
-"""
+before any host is contacted: one line per bad item, then exit. No Horovod,
+no TensorFlow; Python 3.7-compatible."""
 import fcntl
 import re
 import socket
@@ -77,8 +73,7 @@ def parse_hostfile(path):
 
 def parse_discovered(script, output, exit_code=cli.INPUT_ERROR):
   """A host-discovery script's output -> [(host, slots)]: `host:slots` or
-  `host` (one slot) a line, as Elastic Horovod reads it; one line per bad line.
-  """
+  `host` (one slot) a line, as Elastic Horovod reads it; a line per bad line."""
   entries = []
   for number, line in enumerate(output.splitlines(), 1):
     if not line.strip():
@@ -136,8 +131,7 @@ def slot_count(hosts):
 
 
 def is_local(host):
-  """Whether `host` names this machine (an address of one of its
-  interfaces), as horovodrun decides it."""
+  """Whether `host` names this machine (as horovodrun decides it)."""
   try:
     return socket.gethostbyname(host) in interfaces().values()
   except OSError:

@@ -1,12 +1,8 @@
-"""The processes a run left behind, found on each host by the mark its
-launcher put in their environment.
-
-A relaunch starts only once every process of the runs before it is gone: on
-a GPU node a rank still exiting holds its GPU's memory, and one still
-running writes beside the new ones. Every process of a round inherits
-LEGACY_HVD_ROUND=<run>.<round>, so one `grep` over /proc/*/environ on each
-host finds them. No Horovod, no TensorFlow; Python 3.7-compatible.
-"""
+"""The processes a run left behind, found on each host by the mark
+(LEGACY_HVD_ROUND=<run>.<round>) its launcher put in their environment. A
+relaunch waits until they are gone: a rank still exiting holds its GPU's
+memory, one still running writes beside the new ones. No Horovod, no
+TensorFlow; Python 3.7-compatible."""
 import re
 import subprocess
 import time

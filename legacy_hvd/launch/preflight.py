@@ -3,23 +3,12 @@
     python -m legacy_hvd.launch.preflight -H lh1:2,lh2:2 --data_dir=DIR \\
         [--model_dir=DIR] [--network_interface=eth0]
 
-Run it on the launching host, with the Python that will run the job. Over
-batch-mode ssh (as horovodrun connects) it runs that Python on every host
-and checks:
-
-  ssh        the host is reachable (the launching host runs it directly);
-  stack      the same Python, TensorFlow, Horovod and Horovod build as the
-             first host;
-  hostname   the host's name resolves to an address on the job's interface
-             (Gloo uses the hostname's address, whatever
-             --network-interface says);
-  data       --data_dir exists there and validates (every host reads its own);
-  model_dir  --model_dir is writable on rank 0's host.
-
-One table, then one line per problem, exit 1 if any. Most multi-host jobs
-that hang in hvd.init() or die at once fail one of these. Python
-3.7-compatible: it runs on the TF 1.15 stack too.
-"""
+Run on the launching host with the job's Python; over batch-mode ssh it
+checks every host: ssh (reachable), stack (the first host's Python,
+TensorFlow, Horovod and build), hostname (resolves to an address on the job's
+interface: Gloo uses it whatever --network-interface says), data (--data_dir
+validates there), model_dir (writable on rank 0's host). One table, then one
+line per problem, exit 1 if any. Python 3.7-compatible."""
 import concurrent.futures
 import json
 import os

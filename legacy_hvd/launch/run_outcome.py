@@ -1,15 +1,9 @@
 """How one run of a trainer (a horovodrun, or an srun step) ended, read from
-what its ranks wrote.
-
-horovodrun's exit code cannot be trusted after a stopped rank (it can read
-0), so a run trained if rank 0 wrote results.json during it; otherwise the
-first surviving rank's one line says what was lost:
-  "lost host lh2 (rank 1: process ended); this run stops. ..."
-  "rank 0 on host lh1 failed (see its error); this run stops. ..."
-The first is a lost or stuck host: a relaunch may succeed. The second is a
-rank's own error: relaunching would meet it again. No Horovod, no
-TensorFlow; Python 3.7-compatible.
-"""
+what its ranks wrote: horovodrun's exit code can read 0 after a stopped rank,
+so a run trained if rank 0 wrote results.json during it; else the first
+surviving rank's line names a lost host (a relaunch may succeed) or a rank's
+own error (a relaunch would meet it again). No Horovod, no TensorFlow;
+Python 3.7-compatible."""
 import os
 import re
 import subprocess
@@ -31,11 +25,9 @@ _FAILED = re.compile(r": (?:error: )?(?:on \S+: )?(.*?) \(see its error\); "
 # Items of the lost line (roster.Roster.describe), "; "-separated.
 _WHOLE_HOST = re.compile(r"^host (\S+) \(ranks? [\d, ]+: (.*)\)$")
 _PART_OF_HOST = re.compile(r"^ranks? [\d, ]+ of \d+ on host (\S+) \((.*)\)$")
-# A rank of a host that is otherwise up, lost this way: its host is left
-# out too (a stopped or wedged rank says nothing good of its host, as
-# Elastic Horovod blacklists a host whose worker failed). A rank whose
-# process merely ended died of the loss: its host keeps its slots, as the
-# ranks' own suggested -H says.
+# A rank lost this way has its host left out too, as Elastic Horovod
+# blacklists a failed worker's host; one whose process merely ended died of
+# the loss: its host keeps its slots.
 _HOST_SUSPECT = ("not answering", "host unreachable")
 # A launcher's tag before a rank's line: horovodrun's "[1]<stderr>:", srun
 # --label's "1: ".
@@ -104,8 +96,7 @@ class Lines(object):
       dropped = {}
       for _, describe in self.lost:
         dropped.update(lost_hosts(describe))
-      # (None dropped: a rank died alone, its host is up; the relaunch
-      # runs on the same hosts.)
+      # (None dropped: a rank died alone; the relaunch uses the same hosts.)
       line, what = self.lost[0]
       return Outcome(LOST, code, line, what, dropped)
     if self.failed:

@@ -6,12 +6,9 @@ before it starts ranks over ssh, then starts them with srun instead.
         [--module=legacy_hvd.train_tf2] [--preflight] [--max_restarts=3] \\
         [--image=DIR --bind=/scratch:/runs] [trainer flags]
 
-Bad input ends the job in one line, FAILED, before any rank starts. Every
-rank is a task of the step, so Slurm signals it on scancel, time limit and
-pre-emption, and nothing of it outlives the job; how the job ends is
-docs/slurm.md's table. Imports no trainer, TensorFlow or Horovod's
-frameworks (only its launcher pieces). Python 3.7-compatible.
-"""
+Bad input ends the job in one line, FAILED, before any rank starts. As tasks
+of the step the ranks get Slurm's signals and none outlives the job. Imports
+no trainer, TensorFlow or Horovod's frameworks. Python 3.7-compatible."""
 import getpass
 import os
 import re
@@ -104,8 +101,7 @@ def launcher_flags():
 
 
 def parse(argv):
-  """(the launcher's flags, the trainer's arguments): what the launcher does
-  not define goes to the trainer unchanged, in order."""
+  """(the launcher's flags, the trainer's arguments, unchanged, in order)."""
   values = launcher_flags()
   if {"--help", "-h", "--helpfull"} & set(argv):
     print("usage: sbatch ... slurm/train.sbatch [launcher flags] [trainer "
@@ -154,7 +150,6 @@ def launch(args, trainer_args, binds, env):
   directory = container.outside(output_flags.model_dir_of(trainer_args), binds)
   ledger = slurm_healing.Ledger(directory, job)
   step = checkpoint_state.latest_step(directory)
-  # The restart count and the step it resumes at, in one line.
   log("job {}, restart {}: {} ranks on {}; {} {}{}".format(
       job, restart, size, hosts,
       "resuming at step {} in".format(step) if step else "starting in",
@@ -175,9 +170,8 @@ def launch(args, trainer_args, binds, env):
   rendezvous = None
   if args.module != MWMS:
     from horovod.runner.http.http_server import RendezvousServer
-    # Horovod: the rendezvous server that every rank's Gloo context meets
-    # at, on this (rank 0's) node, as horovodrun runs it. (tf.distribute's
-    # workers find each other from srun's environment: SlurmClusterResolver.)
+    # Horovod: the rendezvous server every rank's Gloo meets at, on rank 0's
+    # node, as horovodrun runs it (tf.distribute: SlurmClusterResolver).
     from horovod.runner.common.util import hosts as horovod_hosts
     rendezvous = RendezvousServer()
     port = rendezvous.start()

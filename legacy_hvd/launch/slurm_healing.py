@@ -1,15 +1,11 @@
 """A Slurm job that heals itself: after a lost rank or node, the supervisor's
 decision taken by the job's own launcher, and kept across requeues.
 
-The count lives in the model directory (slurm-restarts.json), not in
-memory: the next launcher is a new process on a new allocation. A requeue
-for the time limit or a pre-emption counts nothing; only a restart after a
-loss spends --max_restarts. A running job's excluded nodes cannot be
-changed, a requeued one's can: the batch script requeues its own job, then,
-within KillWait of Slurm's SIGTERM, updates ExcNodeList (and NumNodes when
-it may shrink); the job cannot start again before the script has ended. No
-Horovod, no TensorFlow; Python 3.7-compatible.
-"""
+The count lives in the model directory (the next launcher is a new process
+on a new allocation); only a restart after a loss spends --max_restarts. A
+running job's excluded nodes cannot be changed, a requeued one's can: the
+script requeues its own job, then, within KillWait of Slurm's SIGTERM,
+updates ExcNodeList (and NumNodes). No Horovod, no TensorFlow; Python 3.7."""
 import os
 import subprocess
 import time

@@ -1,9 +1,6 @@
-"""Each srun task of the Slurm launcher (legacy_hvd.launch.slurm) becomes
-one rank: rank SLURM_PROCID of the launcher's plan, given the HOROVOD_*
-variables horovodrun gives a rank of that slot, then the trainer by exec.
-Started by the launcher only. Python 3.7-compatible; no TensorFlow, no
-Horovod.
-"""
+"""Each srun task of the Slurm launcher becomes rank SLURM_PROCID of its plan,
+with the HOROVOD_* variables horovodrun gives that slot, and execs the
+trainer. Python 3.7-compatible; no TensorFlow, no Horovod."""
 import collections
 import os
 import socket

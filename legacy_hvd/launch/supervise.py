@@ -3,17 +3,11 @@
     python -m legacy_hvd.launch.supervise -H lh1:1,lh2:1,lh3:1 --min_np=2 \\
         --max_restarts=3 -- python -m legacy_hvd.train --model_dir=DIR ...
 
-For clusters without a scheduler to relaunch a job (Elastic Horovod does
-not work with MonitoredTrainingSession). It runs `horovodrun --gloo` on
-the hosts still available (host_pool.py) and reads the ranks' lines
-(run_outcome.py): when rank 0 wrote results.json it records the restarts
-and exits 0; when a host was lost it leaves it out and relaunches, within
---max_restarts and --min_np (else exit 75: requeue); a rank's own error
-exits 70 (a relaunch would meet it again). The trainer resumes from its
-last checkpoint at the new world size. Stop signals are passed to
-horovodrun; the supervisor then exits 128+signal. Imports no trainer,
-TensorFlow or Horovod. Python 3.7-compatible.
-"""
+For clusters without a scheduler to relaunch a job (Elastic Horovod does not
+work with MonitoredTrainingSession): results.json written, exit 0; a host
+lost, a relaunch without it, within --max_restarts and --min_np (else exit 75:
+requeue); a rank's own error, exit 70. The trainer resumes at the new world
+size. Imports no trainer, TensorFlow or Horovod. Python 3.7-compatible."""
 import os
 import shutil
 import socket
@@ -67,8 +61,7 @@ def horovodrun():
 
 
 class Stop(signals.Recorder):
-  """SIGTERM, SIGINT and SIGUSR1 the supervisor got (recorded: `first`),
-  each passed on to horovodrun while it runs."""
+  """SIGTERM, SIGINT and SIGUSR1, recorded (`first`), passed to horovodrun."""
 
   def __init__(self):
     super().__init__(FORWARDED)
@@ -80,9 +73,8 @@ class Stop(signals.Recorder):
 
 
 def launch(hosts, command, stop, env):
-  """Runs the job on `hosts` to its end, its output passed through;
-  (horovodrun's exit code, run_outcome.Lines). `env` is passed on to every
-  rank."""
+  """Runs the job on `hosts` to its end, output passed through, `env` to every
+  rank; (horovodrun's exit code, run_outcome.Lines)."""
   # Horovod: Gloo (the supervisor reads the lost-host lines that the
   # trainers print over Gloo); one rank per slot of the hosts left.
   argv = [horovodrun(), "--gloo", "-np", str(hostlists.slot_count(hosts)),
@@ -115,8 +107,7 @@ def ranks(hosts):
 
 
 def trainer_of(command):
-  """(the legacy_hvd trainer `command` runs, its arguments), or (None, None).
-  """
+  """(the legacy_hvd trainer `command` runs, its arguments) or (None, None)."""
   name, args = split_command(command)
   scripts = {"legacy-hvd-" + module.split(".")[1].replace("_", "-"): module
              for module in trainer_flags.TRAINERS}

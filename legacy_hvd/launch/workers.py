@@ -1,17 +1,13 @@
-"""Starts a tf.distribute job's workers, as horovodrun starts a Horovod
-job's ranks: one process per slot of the hosts, each told the cluster by
-TF_CONFIG.
+"""Starts a tf.distribute job's workers as horovodrun starts a Horovod job's
+ranks: one process per slot of the hosts, each told the cluster by TF_CONFIG.
 
     python -m legacy_hvd.launch.workers -H lh1:2,lh2:2 [--port=23456] -- \\
         python -m legacy_hvd.train_mwms --batch_size=64
 
-TensorFlow ships no launcher: MultiWorkerMirroredStrategy reads the cluster
-from TF_CONFIG. Worker k of a host listens on --port + k; rank 0, the chief,
-is the first host's first. A remote worker is an ssh login running the
-command in this directory (shared file system, as horovodrun assumes). Its
-lines are tagged as horovodrun tags a rank's, and after a non-zero exit the
-others are ended as horovodrun ends ranks. No TensorFlow, no Horovod.
-"""
+Worker k of a host listens on --port + k; rank 0, the chief, is the first
+host's first. A remote worker is an ssh login running the command in this
+directory (a shared file system, as horovodrun assumes). No TensorFlow, no
+Horovod."""
 import collections
 import json
 import os
@@ -33,15 +29,12 @@ from legacy_hvd.launch import hostlists
 
 GRACE_SECONDS = 5   # between SIGTERM and SIGKILL, horovodrun's too
 PORT_RANGE = (20000, 32000)   # where a first worker port is picked
-# After a worker failed, how long the others get to end on their own before
-# they are ended: a survivor learns of a dead peer from TensorFlow's
-# coordination service, whose heartbeat time-out is 10 s, and then names it
-# in one line (horovodrun ends the ranks at once: Gloo fails in
-# milliseconds when a peer's connection drops).
+# After a worker failed, how long the others get to end on their own: a
+# survivor learns of a dead peer from TF's coordination service (heartbeat
+# time-out 10 s) and names it (Gloo, under horovodrun, fails in milliseconds).
 SURVIVORS_SECONDS = 20
-# What a worker on another host gets of this environment (besides
-# TF_CONFIG): where to find Python and its packages, and the project's
-# own settings.
+# What a worker on another host gets of this environment besides TF_CONFIG:
+# where Python and its packages are, and the project's own settings.
 FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
 FORWARDED_PREFIXES = ("LEGACY_HVD_", "TF_")
 
@@ -131,8 +124,7 @@ def wait_all(processes, poll_seconds=0.1):
 
 
 def end(processes):
-  """SIGTERM to every worker still running, SIGKILL to those left after
-  GRACE_SECONDS."""
+  """SIGTERM to every worker still running, SIGKILL after GRACE_SECONDS."""
   for process in processes:
     if process.poll() is None:
       process.send_signal(signal.SIGTERM)

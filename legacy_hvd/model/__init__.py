@@ -1,5 +1,5 @@
-"""The model side: the CNN, its maths and its scoring, in both APIs. Never
-imports Horovod nor the runtime: ranks and sizes come in as plain ints.
+"""The model side: the CNN, its maths and its scoring, in both APIs. No
+Horovod, no runtime: ranks and sizes come in as plain ints.
 
   cnn               the CNN and its loss
   keras_cnn         the same CNN, loss and optimizer as Keras objects

@@ -1,9 +1,6 @@
-"""The CIFAR-10 CNN: conv 3x3x32 + ReLU, 2x2 max-pool, flatten, dense 10.
-
-The TF2 path makes the same variables with `tf.Variable(initial_value(...))`
-and calls the same `forward`; the initial values come from stateless random
-ops, so graph and eager start from identical weights for the same seed.
-"""
+"""The CIFAR-10 CNN: conv 3x3x32 + ReLU, 2x2 max-pool, flatten, dense 10. The
+initial values come from stateless random ops, so graph and eager start from
+identical weights for the same seed."""
 import math
 
 import numpy as np
@@ -74,8 +71,7 @@ def loss_and_accuracy(logits, labels):
 
 def weight_digest(params):
   """float64 [2 * num_vars]: each variable's sum and sum of squares. The same
-  weights give bitwise the same digest, so ranks' digests tell if they agree.
-  """
+  weights give bitwise the same digest, so ranks' digests tell if they agree."""
   parts = []
   for variable in params.values():
     values = tf.cast(variable, tf.float64)

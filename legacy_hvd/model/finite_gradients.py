@@ -1,9 +1,6 @@
-"""The NaN/Inf check on the averaged gradients, before they are applied.
-
-A plain TensorFlow op, so the model side uses it without reaching the
-distributed side. The averaged gradients are the same on every rank, so
-every rank fails it in the same step, before anything is applied.
-"""
+"""The NaN/Inf check on the averaged gradients, before they are applied: a
+plain TensorFlow op; the averaged gradients are alike on every rank, so every
+rank fails it in the same step."""
 import tensorflow.compat.v2 as tf
 
 NON_FINITE_GRADIENT = "non-finite averaged gradient"

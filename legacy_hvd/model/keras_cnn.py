@@ -1,9 +1,5 @@
-"""The CIFAR-10 CNN, its loss and its optimizer as Keras objects, for fit.
-
-The layers a TF2 user writes, computing what cnn.forward computes from the
-same initial values (cnn.initial_value), its variables named as
-cnn.PARAM_SHAPES names them.
-"""
+"""The CIFAR-10 CNN, its loss and its optimizer as Keras objects, for fit: the
+layers a TF2 user writes, computing cnn.forward from cnn.initial_value."""
 import types
 
 import tensorflow.compat.v2 as tf
@@ -105,12 +101,8 @@ class LearningRate(tf.keras.optimizers.schedules.LearningRateSchedule):
 
 def make_optimizer(name, adam_epsilon=None):
   """The Keras optimizer Horovod 0.28.1 wraps, checking the gradients it
-  applies (under DistributedOptimizer, the averaged ones, the same on every
-  rank).
-
-  Set its learning rate once it is wrapped: Horovod rebuilds the optimizer from
-  its config, in which a schedule class of ours would not be found.
-  """
+  applies. Set its learning rate once wrapped: Horovod rebuilds the optimizer
+  from its config, in which a schedule class of ours would not be found."""
   keras_optimizers = keras_compat.keras_optimizers()
   checked_classes = types.SimpleNamespace(
       Adam=_checked(keras_optimizers.Adam), SGD=_checked(keras_optimizers.SGD))

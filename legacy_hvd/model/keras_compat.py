@@ -6,8 +6,7 @@ keras_compat.TF_KERAS_REQUIREMENT, keras_compat.with_tf_keras_backend.
 
 tf.keras is Keras 2.2.4-tf on TF 1.15, Keras 2 up to TF 2.15, Keras 3 or
 tf_keras after; Horovod 0.28.1's Keras integration needs Keras 2, and an
-optimizer's slots are reached through private methods that differ.
-"""
+optimizer's slots are reached through private methods that differ."""
 import importlib
 
 import tensorflow as tf

@@ -1,14 +1,10 @@
 """The optimizers behind --optimizer: tf.compat.v1.train's (v1) and Keras's.
-
-They differ in ways that matter when porting (docs/tf1-vs-tf2.md): Keras
-Adam's default epsilon is 1e-7 against v1's 1e-8, and Keras SGD with
-momentum folds the learning rate into the velocity, so the two momentum
-rules part ways whenever the rate changes (warm-up).
-"""
+Keras SGD with momentum folds the learning rate into the velocity, so the two
+momentum rules part ways whenever the rate changes (docs/tf1-vs-tf2.md)."""
 import tensorflow.compat.v1 as tf
 
 MOMENTUM = 0.9   # --optimizer=momentum: fraction of the last update kept
-# The defaults each implementation ships with; they differ by a factor of 10.
+# The defaults each implementation ships with (a factor of 10 apart).
 V1_ADAM_EPSILON = 1e-8
 KERAS_ADAM_EPSILON = 1e-7
 

@@ -1,6 +1,5 @@
 """Learning-rate scaling with the number of workers, and linear warm-up, in tf
-ops on the step: the same in the TF1 graph and in a tf.function.
-"""
+ops on the step: the same in the TF1 graph and in a tf.function."""
 import math
 
 import tensorflow.compat.v1 as tf

@@ -1,10 +1,6 @@
-"""Test-set scoring spread over the ranks, with counts summed across them.
-
-Each rank scores its shard; per-class correct counts, per-class totals and
-the summed loss are added over the ranks by `sum_fn` (Horovod's allreduce,
-op=Sum), so every test image counts once whatever the number of ranks.
-`run` is one collective: every rank calls it, once per evaluation.
-"""
+"""Test-set scoring spread over the ranks: per-class counts and the loss sum
+are added by `sum_fn` (allreduce, op=Sum), so every test image counts once
+whatever the number of ranks. `run` is a collective: every rank calls it."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
@@ -73,8 +69,7 @@ def metrics_from_counts(counts):
 
 class EagerEvaluation:
   """The TF2 variants' evaluation; `forward`: float32 [N, 32, 32, 3] -> logits
-  [N, 10]. Built once (traced once, the shard's dataset made once), run as
-  often as due."""
+  [N, 10]. Built and traced once, run as often as due."""
 
   def __init__(self, forward, test_images, test_labels, num_shards,
                shard_index, sum_fn):

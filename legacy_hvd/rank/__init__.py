@@ -4,7 +4,6 @@ its cores and GPU, its place in the world.
   startup         the checks before and just after hvd.init()
   config_checks   flag values that are each valid but impossible together
   placement       CPU placement of a local rank: its cores, its thread pools
-  devices         where a rank runs, as TensorFlow is told: its session
-                  config, its cores
+  devices         where a rank runs, as TensorFlow is told
   world           this process's ranks, and what depends on their number
 """

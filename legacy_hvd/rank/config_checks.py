@@ -1,9 +1,6 @@
-"""Flag values that are each valid but impossible with the data, the world
-size or each other: found before any rank trains, named in one line.
-
-Without these checks a shard smaller than one step's examples waits forever
-for a batch that never fills, and a step log in a missing directory fails
-with a traceback after training started."""
+"""Flag values each valid but impossible with the data, the world size or each
+other, named in one line before any rank trains: else a shard smaller than a
+step waits forever for a batch, and a log in a missing directory fails late."""
 import os
 
 from legacy_hvd.common import paths

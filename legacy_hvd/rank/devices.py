@@ -1,7 +1,5 @@
 """Where a rank runs, as TensorFlow is told: its GPU, its cores, its threads.
-
-The one ConfigProto is kept for every session of the process: the first
-session sizes TensorFlow's global inter-op pool for all later ones."""
+One ConfigProto for every session: the first sizes TF's global inter-op pool."""
 from absl import logging
 import tensorflow as tf
 
@@ -42,9 +40,8 @@ def place_eager_rank(config, ranks, own_threads=None):
 
 
 def _place(config, ranks, own_threads):
-  # Horovod: on CPU the cores are what the local ranks share: pin each rank
-  # to its own part and size its thread pools to it (`own_threads`, taken
-  # before hvd.init(): Horovod's threads stay free).
+  # Horovod: on CPU pin each rank to its share of the cores, its pools sized to
+  # it (`own_threads`, taken before hvd.init(): Horovod's threads stay free).
   return placement.place_local_rank(
       ranks.local_rank, ranks.local_size, config.cpu_affinity,
       config.intra_op_threads, config.inter_op_threads, own_threads)

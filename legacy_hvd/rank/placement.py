@@ -1,8 +1,6 @@
-"""CPU placement of one of several local ranks: its cores and thread pools.
-
-Each local rank is pinned to its share of the cores (a GPU's counterpart)
-and sizes its pools to it; otherwise every rank starts a thread per core
-and they crowd each other out (docs/performance.md). Imports no TensorFlow."""
+"""CPU placement of one of several local ranks: its cores and thread pools, or
+every rank starts a thread per core and they crowd each other out
+(docs/performance.md). Imports no TensorFlow."""
 import collections
 import os
 

@@ -1,9 +1,5 @@
-"""What every entry point checks before and just after hvd.init().
-
-Bad flags, paths and data end before hvd.init(), on every rank at once, in
-one line: no rank is left waiting in a collective. What only rank 0 checks
-(it alone writes the model directory) reaches all by one broadcast
-(training/job_faults.check_model_dir)."""
+"""What every entry point checks before and just after hvd.init(): bad flags,
+paths and data end every rank at once, in one line, before any collective."""
 import os
 import tempfile
 

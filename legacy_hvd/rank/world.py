@@ -1,9 +1,6 @@
-"""What depends on the number of ranks, said once at start-up.
-
-A run resumed in another world (relaunched without a lost host) follows the
-new world's batch, learning rate and shards, and carries the global step on
-as if every step had been taken in it; world.json records the last start's
-world, so the next start can say what changed."""
+"""What depends on the number of ranks, said once at start-up. A run resumed
+in another world follows its batch, learning rate and shards, and carries the
+global step on; world.json keeps the last start's world, to say what changed."""
 import collections
 import json
 import os

@@ -1,5 +1,5 @@
-"""What the trainers share, below the trainers that show every touch point
-of their paths themselves.
+"""What the trainers share, below the entry points that show every touch
+point of their paths themselves.
 
   job              every trainer's plan, input, progress, world line, end
   graph_job        the TF1 graph trainers' step and runtime around the session

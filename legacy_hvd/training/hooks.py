@@ -46,8 +46,7 @@ class ArrayInput(tf.train.SessionRunHook):
   """An Estimator input_fn over numpy arrays, and the hook that feeds them
   through placeholders: as constants, every graph Estimator builds would copy
   them (a GraphDef holds at most 2 GB). On resume it skips global step x
-  examples_per_step examples; after the broadcast hook, that step is rank 0's.
-  """
+  examples_per_step examples (rank 0's step: after the broadcast hook)."""
 
   def __init__(self, images, labels, make_dataset, examples_per_step=0):
     self._arrays = (images, labels)
@@ -74,10 +73,9 @@ class ArrayInput(tf.train.SessionRunHook):
 
 
 class ProgressHook(tf.train.SessionRunHook):
-  """Feeds every step's `fetches` ("global_step" after the update, "loss",
-  "learning_rate", ...) to a progress.Progress and StepLog, packed into one
-  float64 vector (exact for float32 and steps below 2**53): each fetched
-  tensor costs the session's Python a little every step."""
+  """Feeds every step's `fetches` to a progress.Progress and StepLog, packed
+  into one float64 vector (exact for float32 and steps below 2**53): each
+  fetched tensor costs the session's Python a little every step."""
 
   def __init__(self, progress, fetches, summary_dir=None, step_log=None,
                digest=None):
@@ -115,10 +113,8 @@ class ProgressHook(tf.train.SessionRunHook):
 
 class StopRequestHook(tf.train.SessionRunHook):
   """Stops every rank at the same step once any rank was asked to stop
-  (stop_agreement.agree): ranks that stopped at different steps would leave
-  the others waiting in an allreduce. The feed is needed every step: fed only on a stop
-  request (tried, to save its cost), np=2 hung in step 2, when rank 0's
-  fetches changed after its first step's summaries (an unfed
+  (stop_agreement.agree). Fed every step: fed only on a request, np=2 hung in
+  step 2, when rank 0's fetches changed after its first summaries (an unfed
   placeholder_with_default is a constant Grappler may fold, collective and
   all)."""
 
@@ -147,9 +143,8 @@ class StopRequestHook(tf.train.SessionRunHook):
 
 def checkpoint_saver(model_dir, every_n_steps, scaffold):
   """The CheckpointSaverHook MonitoredTrainingSession would add, told that a
-  session.run is one step: since TF 2.4 it otherwise reads the global step
-  in a second session.run after every step, in case a save is due, a cost
-  (docs/performance.md) paid every step for a save every few hundred."""
+  session.run is one step: since TF 2.4 it otherwise reads the global step in
+  a second session.run after every step (docs/performance.md)."""
   hook = tf.train.CheckpointSaverHook(model_dir, save_steps=every_n_steps,
                                       scaffold=scaffold)
   hook._set_steps_per_run(1)  # pylint: disable=protected-access
@@ -158,10 +153,8 @@ def checkpoint_saver(model_dir, every_n_steps, scaffold):
 
 class EvaluationHook(tf.train.SessionRunHook):
   """Scores the test set after the steps `held_out` says are due, on every
-  rank alike, so `evaluate` may run collectives. current_step(): the step
-  the ProgressHook before it recorded (no extra fetch). Skipped once
-  skip_if() (a stop was agreed: the ranks exit quickly). Added only with
-  --eval_every_n_steps."""
+  rank alike, so `evaluate` may run collectives; current_step() reads the
+  ProgressHook's step (no extra fetch). Skipped once skip_if()."""
 
   def __init__(self, held_out, evaluate, current_step, skip_if):
     self._held_out = held_out
@@ -176,9 +169,8 @@ class EvaluationHook(tf.train.SessionRunHook):
 
 
 class FinalHook(tf.train.SessionRunHook):
-  """Calls fn(session) once when training ends normally, before the close:
-  every rank at the same point, so fn may run collectives. Skipped once
-  skip_if() (a stop was requested: exit quickly)."""
+  """Calls fn(session) once when training ends normally, before the close, on
+  every rank alike (fn may run collectives); skipped once skip_if()."""
 
   def __init__(self, fn, skip_if=lambda: False):
     self._fn = fn
@@ -193,9 +185,8 @@ class FinalHook(tf.train.SessionRunHook):
 class ExitOnStopHook(tf.train.SessionRunHook):
   """Calls exit() in end() once a stop was agreed: after the hooks before it
   (rank 0's saver writes the stop's checkpoint in its end()), before the
-  session's close, which, once a rank has gone, waits for Horovod to give
-  up on the broken ring (a Gloo time-out, or more), time that a scheduler's
-  warning before a time limit, or its KillWait, cannot spare."""
+  session's close, which, once a rank has gone, waits out a Gloo time-out or
+  more, time a scheduler's warning or its KillWait cannot spare."""
 
   def __init__(self, stopped, exit_fn):
     self._stopped = stopped

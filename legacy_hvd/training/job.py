@@ -1,6 +1,5 @@
-"""What every trainer shares, each piece once: the Plan of steps, learning
-rate and warm-up, the input, the world line, world.json and results.json,
-so the paths differ only where their APIs do."""
+"""What every trainer shares, each piece once (Plan, input, world line, result
+files), so the paths differ only where their APIs do."""
 import dataclasses
 
 from absl import logging
@@ -44,9 +43,8 @@ def rate_of(config, plan):
 
 
 def batches(config, images, labels, num_shards, shard_index, skip_examples):
-  """This rank's endless stream of (images, labels) batches, shard
-  `shard_index` of `num_shards`; skip_examples (an int or int64 scalar
-  tensor): where a resumed run's input continues."""
+  """This rank's endless (images, labels) batches; skip_examples (an int or
+  int64 scalar tensor): where a resumed run's input continues."""
   if config.synthetic:
     return pipeline.synthetic_batches(config.batch_size, config.seed)
   return pipeline.train_batches(

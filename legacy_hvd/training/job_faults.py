@@ -1,9 +1,4 @@
-"""How every trainer meets faults: the same behaviour and the same lines.
-
-Rank 0 checks the model directory before any rank trains; NaN or Inf
-gradients stop every rank before they are applied; a failed collective
-names the lost host; a failed write ends the job in one line naming the
-file and the cause, nothing half-written left."""
+"""How every trainer meets faults: the same behaviour and the same lines."""
 import contextlib
 import os
 import sys
@@ -31,9 +26,8 @@ def tf2_checkpoint_shapes():
 
 def check_model_dir(rank, collectives, model_dir, expected_shapes,
                     migrate=None):
-  """Rank 0's checks of the model directory (model_dir_problem); every rank
-  learns the verdict: rank 0 prints the problem and all ranks exit non-zero
-  together, none left waiting in a collective."""
+  """Rank 0's checks of the model directory, whose verdict every rank learns:
+  all exit non-zero together, none left waiting in a collective."""
   problem = model_dir_problem(rank, model_dir, expected_shapes, migrate)
   # Horovod: rank 0 tells every rank whether its checks passed.
   failed = collectives.broadcast_from_rank0(int(problem is not None))
@@ -44,10 +38,9 @@ def check_model_dir(rank, collectives, model_dir, expected_shapes,
 
 
 def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
-  """Rank 0's checks of the model directory, before any collective but the
-  verdict's: makes it, proves it writable, picks an intact checkpoint and
-  removes what a failed write left. The problem's one line, or None.
-  migrate(): True when it took care of another trainer's checkpoint."""
+  """Rank 0's checks of the model directory, before any other collective: the
+  problem's one line, or None. migrate(): True when it took care of another
+  trainer's checkpoint."""
   if rank != 0:
     return None
   try:
@@ -106,10 +99,9 @@ def watch_lost_hosts(roster, rank, size, model_dir):
 
 
 def report_lost_peers(roster, lost, rank, model_dir):
-  """The first surviving rank: one line naming the lost host(s) or stuck or
-  failed rank(s) and rank 0's last checkpoint; under horovodrun alone an
-  error line saying how to resume, under a launcher that decides
-  (cli.DECIDER) a report that leaves the verdict to it."""
+  """The first surviving rank: one line naming what was lost and rank 0's last
+  checkpoint: an error line under horovodrun alone, a report under a launcher
+  that decides (cli.DECIDER)."""
   if rank == 0:
     step = checkpoint_state.latest_step(model_dir)
     saved = (f"rank 0's last checkpoint is step {step} in {model_dir}"
@@ -128,9 +120,7 @@ def report_lost_peers(roster, lost, rank, model_dir):
   elif failed:
     line = cli.error_line(f"{what}; the job stops. {saved}")
   else:
-    # A host where some rank still answers is up: it keeps all its slots (a
-    # rank of it that ended died of the loss or of its own fault, not of
-    # its host's).
+    # A host where some rank still answers is up: it keeps all its slots.
     remaining = ",".join(
         f"{host}:{len(ranks)}" for host, ranks in roster.hosts().items()
         if any(r not in lost for r in ranks))
@@ -142,12 +132,10 @@ def report_lost_peers(roster, lost, rank, model_dir):
 def exit_if_stopped(summary, stop_signals, rank, model_dir,
                     wait_for_all=None):
   """After a stop signal ended training (summary None): rank 0 says where it
-  saved, and every rank exits at once, after wait_for_all(), a collective
-  so that none exits (and its launcher ends the others) before rank 0 has
-  saved. At once: horovodrun (and Slurm, after KillWait) kills a rank still
-  exiting a few seconds after the signal, and the interpreter's own exit
-  can take longer (garbage collection of a graph, tf.data's destructors);
-  all that matters is written and flushed by now."""
+  saved, and every rank exits at once after wait_for_all() (none may leave
+  before rank 0 saved): horovodrun, and Slurm after KillWait, kill a rank
+  still exiting seconds after the signal, and the interpreter's exit can
+  take longer (a graph's garbage collection, tf.data's destructors)."""
   if summary is not None:
     return
   if rank == 0:

@@ -50,8 +50,7 @@ class HeldOut:
                                       entry["accuracy"], entry["examples"])
 
   def record_final(self, step, metrics):
-    """The final evaluation joins the history when evaluating periodically
-    (else it is results.json's test_* alone)."""
+    """The final evaluation, into the history when evaluating periodically."""
     if self.every_n_steps:
       self.record(step, metrics)
 
