@@ -34,8 +34,11 @@ def test_link_check_measures_the_configured_rate_both_ways(slow_link):
   assert lh1.rate() == "20Mbit"
   result = linkcheck.measure(lh1, lh2, seconds=1.5)
   ceiling = 20 * linkcheck.PAYLOAD_SHARE
-  # Generous: the machine is shared; what matters is that the limit holds
-  # both ways (unlimited, the same socket moves thousands of Mbit/s).
+  # The promise: the configured rate both ways (as TCP payload; unlimited,
+  # the same socket moves thousands of Mbit/s). The floor's margin is for a
+  # stall of either end mid-stream on a loaded machine, which closes the
+  # receive window and idles the link; the end of the stream no longer
+  # counts (linkcheck.py).
   assert 0.7 * ceiling < result["send_mbit"] < 1.1 * ceiling, result
   assert 0.7 * ceiling < result["receive_mbit"] < 1.1 * ceiling, result
   assert 0 < result["rtt_ms"] < 5, result
