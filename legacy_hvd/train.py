@@ -6,12 +6,9 @@ Every rank builds the same graph, reads its own shard of the data and runs
 the same number of steps; `hvd.DistributedOptimizer` averages the gradients
 with allreduce before each update. Rank 0 alone writes the model directory:
 checkpoints, TensorBoard summaries and results.json. `grep -n "Horovod:"`
-lists every distributed touch point, in the order main() and train() meet
-them. What the runtime adds around them (rank 0's checks of the model
-directory and migration, the stop agreement, the lost-host watch, failed
-steps and writes, periodic evaluation, the final scores) is the job's
-graph_job.Runtime: `runtime.watching(...)` around the job, and
-`runtime.session_hooks(step)` after the job's own hooks.
+lists every distributed touch point, in order. What the runtime adds (the
+model directory's checks, the stop agreement, the lost-host watch, failed
+steps and writes, evaluation, the final scores) is graph_job.Runtime's.
 """
 
 from absl import flags
@@ -36,12 +33,8 @@ from legacy_hvd.training import job
 
 
 def train(config, data, plan, session_config, runtime, hvd):
-  """Builds the graph, trains, evaluates; returns the summary dict (all
-  ranks). A stop signal ends the process instead, once rank 0 has saved a
-  checkpoint at the step where all ranks stopped (runtime.session_hooks).
-  `hvd`: Horovod's API, or legacy_hvd.collectives.no_horovod's stand-ins
-  (--nohorovod).
-  """
+  """Builds the graph, trains, evaluates; the summary dict (all ranks).
+  `hvd`: Horovod's API, or no_horovod's stand-ins (--nohorovod)."""
   global_step = tf.train.get_or_create_global_step()
   train_images = tf.placeholder(tf.uint8, data.train_images.shape)
   train_labels = tf.placeholder(tf.int32, data.train_labels.shape)

@@ -56,9 +56,8 @@ NUM_COUNTS = 1 + 2 * scoring.NUM_CLASSES   # scoring.batch_counts' length
 
 
 def model_fn_for(config, plan, runtime, scratch):
-  """The Estimator's model_fn; its training hooks are the runtime's.
-  scratch: this rank's scratch directory (train), removed by a stop's
-  exit."""
+  """The Estimator's model_fn; scratch: this rank's scratch directory,
+  removed by a stop's exit."""
 
   def model_fn(features, labels, mode):
     global_step = tf.train.get_global_step()
@@ -112,17 +111,14 @@ def model_fn_for(config, plan, runtime, scratch):
 
 
 def train_until(config, plan, start_step):
-  """The global steps each train() call ends at: every
-  --eval_every_n_steps, and the last one."""
+  """Where each train() ends: every --eval_every_n_steps, and the last."""
   every = config.eval_every_n_steps or plan.max_steps
   return list(range(start_step - start_step % every + every, plan.max_steps,
                     every)) + [plan.max_steps]
 
 
 def train(config, data, plan, session_config, runtime, start_step):
-  """Alternates Estimator.train and .evaluate on every rank; returns the
-  summary dict. A stop signal ends the process instead, in the training
-  session's last hook, once rank 0 has saved (model_fn_for)."""
+  """Alternates Estimator.train and .evaluate on every rank; the summary."""
   rank0 = hvd.rank() == 0
   with tempfile.TemporaryDirectory(prefix="legacy_hvd_estimator_") as scratch:
     # Horovod: rank 0's model_dir holds the checkpoints, summaries and

@@ -9,16 +9,8 @@ fault handling (legacy_hvd/training/job_faults.py). Checkpoints are TF2
 object-based ones with the TF2 loop's variable keys.
 
 Read as Horovod's tensorflow2_keras_mnist.py: `grep -n "Horovod:"` lists
-every distributed touch point, in the order they come: hvd.init(), the GPU
-pinned to the local rank, the learning rate scaled by the number of
-workers, hvd.DistributedOptimizer around a Keras optimizer
-(tf.keras.optimizers.legacy on Keras 2.11+, the ones Horovod 0.28.1
-supports), rank 0's checkpoints, the first broadcast, the shard,
-BroadcastGlobalVariablesCallback(0), MetricAverageCallback, checkpoints and
-TensorBoard on rank 0. What the runtime adds (the stop agreement, the
-lost-host watch, progress, periodic evaluation, the final scores) is
-legacy_hvd/training/eager_job.py's, shared with the TF2 loop, and its callbacks
-legacy_hvd/training/keras_callbacks.py's.
+every distributed touch point, in order. What the runtime adds is
+legacy_hvd/training/eager_job.py's and keras_callbacks.py's.
 """
 import dataclasses
 import importlib.util
@@ -93,12 +85,8 @@ def main(argv):
 
 
 def train(config, data, ranks, runtime):
-  """Trains with model.fit, evaluates; returns the summary dict (all ranks).
-
-  A stop signal ends the process instead, once rank 0 has saved a
-  checkpoint at the step where all ranks stopped (ExitOnStopCallback).
-  runtime: the eager_job.Runtime around the steps.
-  """
+  """Trains with model.fit, evaluates; the summary dict (all ranks). A
+  stop signal ends the process instead (ExitOnStopCallback)."""
   plan = runtime.plan
   net, params = keras_cnn.build(config.seed)
   # Horovod: the learning rate scaled with the number of workers (times

@@ -16,17 +16,9 @@ step by step (tools/compare_paths.py) and each resumes the other's model
 directory (and the TF1 job's, converted).
 
 Read beside legacy_hvd/train_tf2.py: `grep -n "tf.distribute:"` lists every
-distributed touch point, in the order they come: the cluster from TF_CONFIG,
-the GPU, the strategy and its collective time-out, the variables made in
-strategy.scope(), the learning rate scaled by the number of workers, rank
-0's checkpoints, the broadcast from rank 0, the loss scaled to the global
-batch, the optimizer summing the workers' gradients, strategy.run, the
-distributed dataset with each worker's shard. What differs from Horovod,
-and how each shows on a run, is docs/tf1-vs-tf2.md's "Past Horovod". What
-the runtime adds (stop agreement, lost-host watch, progress, periodic
-evaluation, the final scores) is legacy_hvd/training/eager_job.py's, the
-same as the Horovod loop's, its collectives the strategy's
-(legacy_hvd/collectives/strategy_collectives.py).
+distributed touch point, in order; docs/tf1-vs-tf2.md's "Past Horovod" says
+what differs from Horovod. The runtime is the Horovod loop's
+(legacy_hvd/training/eager_job.py), its collectives the strategy's.
 """
 
 import contextlib

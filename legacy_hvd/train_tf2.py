@@ -10,15 +10,9 @@ results.json as the TF1 path, so the two can be compared step by step
 compat.enable_v2_behavior).
 
 Read as Horovod's tensorflow2_mnist.py: `grep -n "Horovod:"` lists every
-distributed touch point, in the order they come: hvd.init(), the GPU pinned
-to the local rank, the learning rate scaled by the number of workers, rank
-0's checkpoints, the first broadcast, DistributedGradientTape, the
-broadcast after the first step, the shard. What the runtime adds, the TF1
-job's fault handling with the same behaviour and messages (stop signals,
-NaN/Inf gradients, model-dir checks, damaged checkpoints, a lost host, a
-failed write in the model directory), progress, periodic evaluation and
-the final scores, is legacy_hvd/training/eager_job.py's: `start` and its
-Runtime, shared with the Keras fit variant.
+distributed touch point, in order. What the runtime adds (the TF1 job's
+fault handling, progress, evaluation, the final scores) is
+legacy_hvd/training/eager_job.py's.
 """
 
 from absl import flags
@@ -73,12 +67,8 @@ def main(argv):
 
 
 def train(config, data, ranks, runtime):
-  """Trains and evaluates eagerly; returns the summary dict (all ranks).
-
-  A stop signal ends the process instead, once rank 0 has saved a
-  checkpoint at the step where all ranks stopped (runtime.exit_on_stop).
-  runtime: the eager_job.Runtime around the steps.
-  """
+  """Trains and evaluates eagerly; the summary dict (all ranks). A stop
+  signal ends the process instead (runtime.exit_on_stop)."""
   plan = runtime.plan
   params = {name: tf.Variable(cnn.initial_value(name, config.seed),
                               name=name)

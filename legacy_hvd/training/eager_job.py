@@ -71,8 +71,7 @@ class Runtime:
 
   def agree_to_stop(self, requested):
     """float32 scalar, > 0 on every rank in the same step once any rank
-    requested a stop: a collective every rank calls every step (in a
-    tf.function too; for tf.distribute, inside strategy.run)."""
+    requested a stop: a collective of every step (inside strategy.run)."""
     return stop_agreement.agree(requested, self._ranks.size,
                                 self._collectives.average)
 
@@ -96,11 +95,10 @@ class Runtime:
                self._ranks.rank, path_name, wait)
 
   def steps(self, train_step, dataset, step, params, checkpoints):
-    """Runs `train_step` from `step` to the plan's last step, with the
-    runtime's bookkeeping in its one order; the summary dict. A stop ends
-    the process instead, once rank 0 has saved where every rank stopped.
-    train_step(images, labels, first_step, stop_requested) -> (loss,
-    accuracy, learning rate, any_stop); checkpoints: rank 0's, else None."""
+    """Runs `train_step` to the plan's last step with the runtime's
+    bookkeeping in its one order; the summary dict. train_step(images,
+    labels, first_step, stop_requested) -> (loss, accuracy, learning rate,
+    any_stop); checkpoints: rank 0's, else None."""
     report = self.reporting(lambda images: cnn.forward(images, params),
                             params)
     start = int(step.numpy())

@@ -71,9 +71,8 @@ class Runtime:
 
   @contextlib.contextmanager
   def watching(self, trainer_name):
-    """Starts the lost-host watch; in the block a failed write ends this
-    rank in one line naming the file, and a failed step every rank (NaN or
-    Inf gradients, or the lost host named). Makes progress and held_out."""
+    """The lost-host watch; in the block a failed write or step ends the
+    job in one line. Makes progress and held_out."""
     config, ranks = self._config, self._ranks
     watch = job.watch_hosts_and_log_start(
         config, self._data, ranks, self._collectives, trainer_name)
@@ -93,8 +92,7 @@ class Runtime:
     return self._stop is not None and self._stop.stopped
 
   def step_hooks(self, step):
-    """Every step's stop agreement and progress hooks, made again for each
-    graph (Estimator makes one per train())."""
+    """The stop agreement and progress hooks, made again for each graph."""
     self._stop = hooks.StopRequestHook(self._stop_signals, self._ranks.size,
                                        self._collectives.average)
     return [
