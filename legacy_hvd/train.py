@@ -33,7 +33,7 @@ from legacy_hvd.training import job
 
 
 def train(config, data, plan, session_config, runtime, hvd):
-  """Builds the graph, trains, evaluates; the summary dict (all ranks).
+  """Builds the graph and trains, the runtime's hooks beside the job's.
   `hvd`: Horovod's API, or no_horovod's stand-ins (--nohorovod)."""
   global_step = tf.train.get_or_create_global_step()
   train_images = tf.placeholder(tf.uint8, data.train_images.shape)
@@ -97,7 +97,6 @@ def train(config, data, plan, session_config, runtime, hvd):
       log_step_count_steps=None) as session:
     while not session.should_stop():
       session.run(step.step_after)
-  return runtime.final_summary()
 
 
 def main(argv):
@@ -127,11 +126,11 @@ def main(argv):
   # Horovod: the run's steps for hvd.size() workers (each reads 1/size of
   # an epoch), and its learning rate's scale (--lr_scaling).
   plan = job.Plan.of(config, len(data.train_labels), hvd.size())
-  runtime = graph_job.start(config, data, ranks, plan, stop_signals,
-                            collectives)
-  with runtime.watching("TF1 graph job"):
-    summary = train(config, data, plan, session_config, runtime, hvd)
-    runtime.finish(summary, "tf1")
+  with graph_job.start(config, data, ranks, plan, stop_signals, collectives,
+                       "TF1 graph job") as runtime:
+    train(config, data, plan, session_config, runtime, hvd)
+    # Horovod: rank 0 alone writes results.json.
+    runtime.finish("tf1")
 
 
 def run():

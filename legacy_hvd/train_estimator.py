@@ -83,13 +83,9 @@ def model_fn_for(config, plan, runtime, scratch):
       savers = [hooks.checkpoint_saver(
           config.model_dir, config.save_checkpoints_steps,
           scaffold)] if hvd.rank() == 0 else []
-      # Every rank is a chief here (no TF_CONFIG): the chief hooks' end()
-      # comes after the training hooks', so after a stop the exit goes
-      # last, behind rank 0's saver.
       return tf.estimator.EstimatorSpec(
           mode, loss=step.loss, train_op=step.train_op, scaffold=scaffold,
-          training_hooks=runtime.step_hooks(step),   # the stop, progress
-          training_chief_hooks=savers + [runtime.exit_on_stop_hook(scratch)])
+          **runtime.estimator_hooks(step, savers, scratch))
     # EVAL: this rank's shard of the test set, counted batch by batch.
     params = cnn.create_variables(config.seed)
     counts = scoring.batch_counts(cnn.forward(features, params), labels)
@@ -118,7 +114,7 @@ def train_until(config, plan, start_step):
 
 
 def train(config, data, plan, session_config, runtime, start_step):
-  """Alternates Estimator.train and .evaluate on every rank; the summary."""
+  """Alternates Estimator.train and .evaluate on every rank."""
   rank0 = hvd.rank() == 0
   with tempfile.TemporaryDirectory(prefix="legacy_hvd_estimator_") as scratch:
     # Horovod: rank 0's model_dir holds the checkpoints, summaries and
@@ -153,12 +149,9 @@ def train(config, data, plan, session_config, runtime, start_step):
       # weights by broadcast, then all sum their counts in the same step.
       evaluation = estimator.evaluate(test_input, hooks=[
           hooks.BroadcastGlobalVariablesHook(0), test_input])
-      metrics = scoring.metrics_from_counts(evaluation["counts"])
-      if runtime.held_out.due(until):
-        runtime.held_out.record(until, metrics)
-  return dict(runtime.summary(metrics, evaluation["weight_digests"].tolist(),
-                              plan.max_steps),
-              start_step=start_step)
+      runtime.evaluated(until,
+                        scoring.metrics_from_counts(evaluation["counts"]),
+                        evaluation["weight_digests"].tolist())
 
 
 def main(argv):
@@ -196,7 +189,8 @@ def main(argv):
   # stop agreement, the test-set sums, the weights' check).
   collectives = horovod_collectives.GraphCollectives()
   runtime = graph_job.start(config, data, ranks, plan, stop_signals,
-                            collectives, held_out_summaries=False)
+                            collectives, "Estimator job",
+                            held_out_summaries=False)
   # Horovod: rank 0's checkpoint step on every rank, so that a finished job
   # ends on every rank (Estimator.train would return at once on rank 0
   # only, the others waiting in its broadcast).
@@ -210,9 +204,10 @@ def main(argv):
                    config.model_dir, start_step, plan.max_steps,
                    os.path.join(config.model_dir, results.RESULTS_FILE))
     return
-  with runtime.watching("Estimator job"):
-    summary = train(config, data, plan, session_config, runtime, start_step)
-    runtime.finish(summary, "estimator")
+  with runtime:
+    train(config, data, plan, session_config, runtime, start_step)
+    # Horovod: rank 0 alone writes results.json.
+    runtime.finish("estimator", start_step=start_step)
 
 
 def run():

@@ -2,19 +2,15 @@
 
     horovodrun -np 4 python -m legacy_hvd.train_keras --batch_size=64
 
-Same flags, data pipeline and shards, model (same variables and initial
-values for the same --seed), learning-rate scaling and warm-up, step log
-and results.json as legacy_hvd.train and legacy_hvd.train_tf2, and the same
-fault handling (legacy_hvd/training/job_faults.py). Checkpoints are TF2
-object-based ones with the TF2 loop's variable keys.
+The flags, data, model, schedule, step log, results.json and faults of
+legacy_hvd.train and legacy_hvd.train_tf2; the TF2 loop's checkpoints.
 
 Read as Horovod's tensorflow2_keras_mnist.py: `grep -n "Horovod:"` lists
-every distributed touch point, in order. What the runtime adds is
-legacy_hvd/training/eager_job.py's and keras_callbacks.py's.
+every distributed touch point, in order. The runtime's callbacks, in their
+one order, and the epochs are training/eager_job.py's.
 """
 import dataclasses
 import importlib.util
-import math
 import os
 
 # Horovod: its Keras integration (0.28.1) needs Keras 2. On TF >= 2.16 that
@@ -32,6 +28,7 @@ import tensorflow.compat.v2 as tf
 
 from flags import define_trainer_flags
 from flags import keras as keras_flags
+from legacy_hvd.checkpoints import object_checkpoints
 from legacy_hvd.common import cli
 from legacy_hvd.common import compat
 from legacy_hvd.common.config import Config
@@ -76,17 +73,18 @@ def main(argv):
   # Horovod: on CPU, the cores are what the local ranks share: each its
   # part, its thread pools sized to it.
   devices.place_eager_rank(config, ranks, own_threads)
-  runtime = eager_job.start(config, data, ranks, stop_signals, "Keras fit",
-                            horovod_collectives.Collectives())
-  with runtime.ending_on_write_failure():
-    summary = train(config, data, ranks, runtime)
-    # Horovod: rank 0 alone writes results.json.
-    runtime.finish(summary, "keras-fit")
+  with eager_job.start(config, data, ranks, stop_signals, "Keras fit",
+                       horovod_collectives.Collectives()) as runtime:
+    train(config, data, ranks, runtime)
+    # Horovod: the final scores on every rank; rank 0 alone writes
+    # results.json.
+    runtime.finish("keras-fit")
 
 
 def train(config, data, ranks, runtime):
-  """Trains with model.fit, evaluates; the summary dict (all ranks). A
-  stop signal ends the process instead (ExitOnStopCallback)."""
+  """Trains with model.fit and the runtime's callbacks. A stop signal ends
+  the process in them, once rank 0 saved the step where all ranks
+  stopped."""
   plan = runtime.plan
   net, params = keras_cnn.build(config.seed)
   # Horovod: the learning rate scaled with the number of workers (times
@@ -111,7 +109,7 @@ def train(config, data, ranks, runtime):
   keras_compat.create_keras_optimizer_slots(optimizer, list(params.values()))
   # Horovod: only rank 0 writes checkpoints (the others would write over its
   # files); it resumes from its newest, the others from its values.
-  checkpoints = (eager_job.resume_checkpoints(
+  checkpoints = (object_checkpoints.restore_newest(
       config.model_dir, step, optimizer, params, learning_rate)
                  if ranks.rank == 0 else None)
   # Horovod: rank 0's weights, step and optimizer state (fresh or restored)
@@ -122,15 +120,11 @@ def train(config, data, ranks, runtime):
   hvd.broadcast_variables(list(params.values()) + optimizer.weights,
                           root_rank=0)
   start = int(step.numpy())
-
   # Horovod: each rank reads its own shard of the training set.
   dataset = job.batches(config, data.train_images, data.train_labels,
                         ranks.size, ranks.rank, start * config.batch_size)
-  report = runtime.reporting(net, params)
-  # The fit's callbacks, the runtime's between these, in their one order.
-  fit_callbacks = keras_callbacks.in_order(
-      runtime, report, learning_rate, checkpoints,
-      config.save_checkpoints_steps,
+  net.fit(dataset, verbose=0, **runtime.fit_arguments(
+      net, params, learning_rate, checkpoints,
       first=[
           # Horovod: after the first batch, rank 0's weights and optimizer
           # state everywhere again (Horovod's callback, as users write it;
@@ -147,19 +141,7 @@ def train(config, data, ranks, runtime):
       ],
       # Horovod: only rank 0 writes TensorBoard logs (and checkpoints).
       last=[tf.keras.callbacks.TensorBoard(config.model_dir, profile_batch=0)]
-      if ranks.rank == 0 else [])
-  if start < plan.max_steps:
-    with runtime.ending_failed_steps(report.progress):
-      # Keras epochs of steps_per_epoch steps over the endless stream; the
-      # StopCallback ends every rank at max_steps itself.
-      first_epoch = start // plan.steps_per_epoch
-      net.fit(dataset, steps_per_epoch=plan.steps_per_epoch, verbose=0,
-              initial_epoch=first_epoch, callbacks=fit_callbacks,
-              epochs=first_epoch + math.ceil(
-                  (plan.max_steps - start) / plan.steps_per_epoch))
-  else:   # a finished run again: fit, and its callbacks, would not run
-    report.begin(start)
-  return report.final_summary()
+      if ranks.rank == 0 else []))
 
 
 def run():

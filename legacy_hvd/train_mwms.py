@@ -30,6 +30,7 @@ import tensorflow.compat.v2 as tf
 
 from flags import define_trainer_flags
 from flags import mwms as mwms_flags
+from legacy_hvd.checkpoints import object_checkpoints
 from legacy_hvd.common import cli
 from legacy_hvd.common import compat
 from legacy_hvd.common.config import Config
@@ -83,13 +84,13 @@ def main(argv):
   # job's stop signal again (an agreed step, a checkpoint), as elsewhere.
   stop_signals.install()
   collectives = strategy_collectives.Collectives(strategy, ranks.rank)
-  runtime = eager_job.start(
-      config, data, ranks, stop_signals,
-      f"MWMS loop ({config.optimizer_impl} optimizer)", collectives)
-  with runtime.ending_on_write_failure():
-    summary = train(config, data, ranks, runtime, strategy, collectives)
-    # tf.distribute: the chief (rank 0) alone writes results.json.
-    runtime.finish(summary, "mwms")
+  with eager_job.start(config, data, ranks, stop_signals,
+                       f"MWMS loop ({config.optimizer_impl} optimizer)",
+                       collectives) as runtime:
+    train(config, data, ranks, runtime, strategy, collectives)
+    # tf.distribute: the final scores on every worker; the chief (rank 0)
+    # alone writes results.json.
+    runtime.finish("mwms")
 
 
 def cluster_resolver(gpus_per_node):
@@ -135,9 +136,9 @@ def ending_if_the_cluster_fails(workers, rank):
 
 
 def train(config, data, ranks, runtime, strategy, collectives):
-  """Trains and evaluates eagerly under `strategy`; returns the summary
-  dict (all ranks). A stop signal ends the process instead, once rank 0
-  has saved a checkpoint at the step where all ranks stopped."""
+  """Trains eagerly under `strategy` through the runtime's loop. A stop
+  signal ends the process there, once rank 0 saved the step where all
+  ranks stopped."""
   plan = runtime.plan
   # tf.distribute: variables made in the strategy's scope are mirrored:
   # one copy per replica, updated together.
@@ -168,7 +169,7 @@ def train(config, data, ranks, runtime, strategy, collectives):
         [(tf.zeros_like(v), v) for v in trainable]))
   # tf.distribute: only the chief writes checkpoints, and resumes from its
   # newest; the others take its values below.
-  checkpoints = (eager_job.resume_checkpoints(
+  checkpoints = (object_checkpoints.restore_newest(
       config.model_dir, step, optimizer, params, rate_of)
                  if ranks.rank == 0 else None)
   # tf.distribute: every worker starts from the chief's weights, step and
@@ -220,7 +221,7 @@ def train(config, data, ranks, runtime, strategy, collectives):
           context.num_input_pipelines, context.input_pipeline_id,
           start * config.batch_size))
   # (No first step's broadcast: every worker took the chief's state above.)
-  return runtime.steps(
+  runtime.steps(
       lambda images, labels, first_step, stop_requested: train_step(
           images, labels, stop_requested),
       dataset, step, params, checkpoints)

@@ -2,17 +2,13 @@
 
     horovodrun -np 4 python -m legacy_hvd.train_tf2 --batch_size=64 [--optimizer_impl=keras]
 
-Same flags, data pipeline, model (same variables and initial values for the
-same --seed), learning-rate scaling and warm-up, rank-0 logging and
-results.json as the TF1 path, so the two can be compared step by step
-(tools/compare_paths.py). Checkpoints are TF2 object-based ones, in their own
---model_dir. Runs on TF 2 and on TF 1.15 (with its v2 behaviour switched on,
-compat.enable_v2_behavior).
+The TF1 job's flags, data, model, schedule, step log and results.json, so
+the two compare step by step (tools/compare_paths.py); TF2 object
+checkpoints. Runs on TF 2 and on TF 1.15 (compat.enable_v2_behavior).
 
 Read as Horovod's tensorflow2_mnist.py: `grep -n "Horovod:"` lists every
-distributed touch point, in order. What the runtime adds (the TF1 job's
-fault handling, progress, evaluation, the final scores) is
-legacy_hvd/training/eager_job.py's.
+distributed touch point, in order. The runtime around the loop (faults,
+progress, checkpoints, evaluation, final scores) is training/eager_job.py's.
 """
 
 from absl import flags
@@ -22,6 +18,7 @@ import tensorflow.compat.v2 as tf
 
 from flags import define_trainer_flags
 from flags import tf2 as tf2_flags
+from legacy_hvd.checkpoints import object_checkpoints
 from legacy_hvd.common import cli
 from legacy_hvd.common import compat
 from legacy_hvd.common.config import Config
@@ -56,19 +53,18 @@ def main(argv):
   # Horovod: on CPU, the cores are what the local ranks share: each its
   # part, its thread pools sized to it.
   devices.place_eager_rank(config, ranks, own_threads)
-  runtime = eager_job.start(
-      config, data, ranks, stop_signals,
-      f"TF2 loop ({config.optimizer_impl} optimizer)",
-      horovod_collectives.Collectives())
-  with runtime.ending_on_write_failure():
-    summary = train(config, data, ranks, runtime)
-    # Horovod: rank 0 alone writes results.json.
-    runtime.finish(summary, "tf2")
+  with eager_job.start(config, data, ranks, stop_signals,
+                       f"TF2 loop ({config.optimizer_impl} optimizer)",
+                       horovod_collectives.Collectives()) as runtime:
+    train(config, data, ranks, runtime)
+    # Horovod: the final scores on every rank; rank 0 alone writes
+    # results.json.
+    runtime.finish("tf2")
 
 
 def train(config, data, ranks, runtime):
-  """Trains and evaluates eagerly; the summary dict (all ranks). A stop
-  signal ends the process instead (runtime.exit_on_stop)."""
+  """Trains eagerly through the runtime's loop. A stop signal ends the
+  process there, once rank 0 saved the step where all ranks stopped."""
   plan = runtime.plan
   params = {name: tf.Variable(cnn.initial_value(name, config.seed),
                               name=name)
@@ -85,7 +81,7 @@ def train(config, data, ranks, runtime):
                              config.adam_epsilon)
   # Horovod: only rank 0 writes checkpoints (the others would write over its
   # files); it resumes from its newest, the others from its values.
-  checkpoints = (eager_job.resume_checkpoints(
+  checkpoints = (object_checkpoints.restore_newest(
       config.model_dir, step, optimizer, params, rate_of)
                  if ranks.rank == 0 else None)
   # Horovod: start every rank from rank 0's weights and step (fresh or
@@ -117,15 +113,17 @@ def train(config, data, ranks, runtime):
       hvd.broadcast_variables(trainable + optimizers.variables(optimizer),
                               root_rank=0)
     # Horovod: a stop request on any rank reaches all ranks in the same step
-    # (a one-float allreduce that overlaps the step's compute).
-    return loss, accuracy, rate, runtime.agree_to_stop(stop_requested)
+    # (a one-float allreduce that overlaps the step's compute; > 0: stop).
+    any_stop = (hvd.allreduce(stop_requested, op=hvd.Average)
+                if ranks.size > 1 else stop_requested)
+    return loss, accuracy, rate, any_stop
 
   # Horovod: each rank reads its own shard of the training set.
   dataset = job.batches(config, data.train_images, data.train_labels,
                         ranks.size, ranks.rank,
                         int(step.numpy()) * config.batch_size)
   # Every rank runs the same number of steps: they share `step`.
-  return runtime.steps(train_step, dataset, step, params, checkpoints)
+  runtime.steps(train_step, dataset, step, params, checkpoints)
 
 
 

@@ -3,7 +3,7 @@ point of their paths themselves.
 
   job              every trainer's plan, input, progress, world line, end
   graph_job        the TF1 graph trainers' step and runtime around the session
-  eager_job        the TF2 trainers' start-up, runtime loop and restore
+  eager_job        the TF2 trainers' start-up, runtime loop or fit, end
   job_faults       how every trainer meets faults: same behaviour, same lines
   keras_callbacks  the Keras fit trainer's callbacks, in their one order
   hooks            the TF1 jobs' session hooks, one small hook per concern

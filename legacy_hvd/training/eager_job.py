@@ -1,14 +1,13 @@
-"""What the eager TF2 trainers share: the runtime around their steps, and TF2
-object checkpoints with the same keys for all. Collectives go through the
-trainer's `collectives`, Horovod's or the strategy's: this module never
-imports Horovod."""
+"""What the eager TF2 trainers share: the runtime around their steps or fit.
+Collectives go through the trainer's `collectives`, Horovod's or the
+strategy's: this module never imports Horovod."""
 import atexit
 import contextlib
+import math
 
 import tensorflow.compat.v2 as tf
 
 from legacy_hvd.checkpoints import migration
-from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import results
 from legacy_hvd.model import cnn
 from legacy_hvd.model import scoring
@@ -25,7 +24,8 @@ CHIEF_WAIT_SECONDS = 30
 
 def start(config, data, ranks, stop_signals, trainer_name, collectives):
   """Between placement and the model: rank 0's model-directory checks, the
-  lost-host watch, the world line; the Runtime the trainer goes through."""
+  lost-host watch, the world line; the Runtime the trainer goes through,
+  `with` it: in the block a failed write or step ends the job in one line."""
   job_faults.check_model_dir(
       ranks.rank, collectives, config.model_dir,
       job_faults.tf2_checkpoint_shapes(),
@@ -42,7 +42,7 @@ def start(config, data, ranks, stop_signals, trainer_name, collectives):
 
 
 class Runtime:
-  """What the runtime adds around an eager trainer's steps."""
+  """What the runtime adds around an eager trainer's steps or fit."""
 
   def __init__(self, config, data, ranks, stop_signals, watch, collectives):
     self.plan = job.Plan.of(config, len(data.train_labels), ranks.size)
@@ -52,18 +52,28 @@ class Runtime:
     self._stop_signals = stop_signals
     self._watch = watch   # loss_watch.LossWatch
     self._collectives = collectives
+    self._report = self._start = None   # steps()' or fit_arguments()'
+    self._guard = None
 
-  def ending_on_write_failure(self):
-    """Around training and results: a failed write ends the job in one line."""
-    return job_faults.end_on_write_failure(self._config.model_dir, self._watch)
+  def __enter__(self):
+    self._guard = self._ending()
+    self._guard.__enter__()
+    return self
+
+  def __exit__(self, kind, error, traceback):
+    return self._guard.__exit__(kind, error, traceback)
 
   @contextlib.contextmanager
-  def ending_failed_steps(self, progress):
-    """Around steps: a failed one ends this rank in one line, else raises."""
-    try:
-      yield
-    except tf.errors.OpError as e:
-      job_faults.end_on_error(e, progress, self._ranks.size, self._watch)
+  def _ending(self):
+    """A failed write or step ends this rank in one line, else raises."""
+    with job_faults.end_on_write_failure(self._config.model_dir, self._watch):
+      try:
+        yield
+      # A failed collective shows where its result is read (a distributed
+      # input's next batch is one too: do all workers have one?).
+      except tf.errors.OpError as e:
+        job_faults.end_on_error(e, self._report and self._report.progress,
+                                self._ranks.size, self._watch)
 
   def stop_requested(self):
     """float32 scalar: 1 once this rank got a stop signal, else 0."""
@@ -71,7 +81,7 @@ class Runtime:
 
   def agree_to_stop(self, requested):
     """float32 scalar, > 0 on every rank in the same step once any rank
-    requested a stop: a collective of every step (inside strategy.run)."""
+    requested a stop: a collective of every step."""
     return stop_agreement.agree(requested, self._ranks.size,
                                 self._collectives.average)
 
@@ -81,10 +91,16 @@ class Runtime:
     waits for its threads (4.5 s measured, more under load), and horovodrun
     kills a rank still exiting 5 s after its signal."""
     if stopped:
-      self.finish(None, None)
+      self._end(None, None)
 
-  def finish(self, summary, path_name):
-    """The end: rank 0 writes results.json, or after a stop every rank exits."""
+  def finish(self, path_name):
+    """The end: the final scores; rank 0 writes results.json."""
+    if self._report.progress.last_step is None:
+      # A finished run again: no step ran (nor fit's callbacks).
+      self._report.begin(self._start)
+    self._end(self._report.final_summary(), path_name)
+
+  def _end(self, summary, path_name):
     # The ranks meet once more before they exit: horovodrun (and the
     # workers' launcher) ends every rank as soon as one exits non-zero,
     # rank 0 too, maybe before its checkpoint is written.
@@ -96,28 +112,25 @@ class Runtime:
 
   def steps(self, train_step, dataset, step, params, checkpoints):
     """Runs `train_step` to the plan's last step with the runtime's
-    bookkeeping in its one order; the summary dict. train_step(images,
-    labels, first_step, stop_requested) -> (loss, accuracy, learning rate,
-    any_stop); checkpoints: rank 0's, else None."""
-    report = self.reporting(lambda images: cnn.forward(images, params),
-                            params)
+    bookkeeping in its one order. train_step(images, labels, first_step,
+    stop_requested) -> (loss, accuracy, learning rate, any_stop > 0: the
+    ranks' stop agreement); checkpoints: rank 0's, else None."""
     start = int(step.numpy())
+    report = self._reporting(lambda images: cnn.forward(images, params),
+                             params, start)
     report.begin(start)
     stopped = False
     # Held open past the loop (exit_on_stop says why).
     batches = iter(dataset)
     for index in range(max(0, self.plan.max_steps - start)):
-      # A failed collective shows where its result is read, and a
-      # distributed input's next batch is one too (do all workers have one?).
-      with self.ending_failed_steps(report.progress):
-        images, labels = next(batches)
-        loss, accuracy, rate, any_stop = train_step(
-            images, labels, index == 0, self.stop_requested())
-        stopped = any_stop.numpy() > 0
-        current = int(step.numpy())
-        values = {"loss": loss.numpy(), "accuracy": accuracy.numpy(),
-                  "learning_rate": rate.numpy()}
-      report.after_step(current, values)
+      images, labels = next(batches)
+      loss, accuracy, rate, any_stop = train_step(
+          images, labels, index == 0, self.stop_requested())
+      stopped = any_stop.numpy() > 0
+      current = int(step.numpy())
+      report.after_step(current, {"loss": loss.numpy(),
+                                  "accuracy": accuracy.numpy(),
+                                  "learning_rate": rate.numpy()})
       if checkpoints:
         checkpoints.save_every(current, self._config.save_checkpoints_steps)
       if stopped:
@@ -127,12 +140,34 @@ class Runtime:
     if checkpoints:
       checkpoints.save_at_end(int(step.numpy()))
     self.exit_on_stop(stopped)
-    return report.final_summary()
 
-  def reporting(self, forward, params):
-    """The Reporting of this run's steps (opens rank 0's step log)."""
-    return Reporting(self._config, self._data, self._ranks, self.plan,
-                     forward, params, self._collectives)
+  def fit_arguments(self, net, params, learning_rate, checkpoints, first,
+                    last):
+    """model.fit's callbacks (the trainer's `first`, the runtime's, its
+    `last`, the exit after a stop) and epochs, to the plan's last step."""
+    # Not at the top: it loads tf.keras and Horovod, which the loops need not.
+    from legacy_hvd.training import keras_callbacks  # pylint: disable=import-outside-toplevel
+    start = int(net.optimizer.iterations.numpy())
+    report = self._reporting(net, params, start)
+    per_epoch = self.plan.steps_per_epoch
+    first_epoch = start // per_epoch
+    # A finished run again runs no epoch, nor callback (TensorBoard's writer).
+    return dict(
+        callbacks=keras_callbacks.in_order(
+            self, report, learning_rate, checkpoints,
+            self._config.save_checkpoints_steps, first, last)
+        if start < self.plan.max_steps else [],
+        # Keras epochs of steps_per_epoch steps over the endless stream;
+        # the StopCallback ends every rank at max_steps itself.
+        steps_per_epoch=per_epoch, initial_epoch=first_epoch,
+        epochs=first_epoch + max(0, math.ceil(
+            (self.plan.max_steps - start) / per_epoch)))
+
+  def _reporting(self, forward, params, start):
+    self._report = Reporting(self._config, self._data, self._ranks,
+                             self.plan, forward, params, self._collectives)
+    self._start = start
+    return self._report
 
 
 class Reporting:
@@ -192,40 +227,3 @@ class Reporting:
     return dict(results.run_summary(
         metrics, digests, self.progress, self._size, self._config.batch_size,
         self._plan.steps_per_epoch), **self._held_out.results())
-
-
-def resume_checkpoints(model_dir, step, optimizer, params, rate_of):
-  """Rank 0's Checkpoints, after restoring its newest checkpoint (another
-  trainer's converted first); the other ranks get its values by broadcast."""
-  checkpoint = tf.train.Checkpoint(
-      step=step, optimizer=optimizer,
-      **{resume.tf2_attribute(name): variable
-         for name, variable in params.items()})
-  migration.to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of)
-  manager = tf.train.CheckpointManager(checkpoint, model_dir,
-                                       max_to_keep=resume.KEPT)
-  if not manager.latest_checkpoint:
-    return Checkpoints(manager, None)
-  # Optimizer slots that do not exist yet are restored when first built.
-  checkpoint.restore(manager.latest_checkpoint)
-  return Checkpoints(manager, int(step.numpy()))
-
-
-class Checkpoints:
-  """Rank 0's saves: every N steps, and where training ends unless saved."""
-
-  def __init__(self, manager, saved_step):
-    self._manager = manager   # tf.train.CheckpointManager
-    self._saved_step = saved_step
-
-  def save_every(self, step, every_n_steps):
-    if step % every_n_steps == 0:
-      self._save(step)
-
-  def save_at_end(self, step):
-    if step != self._saved_step:
-      self._save(step)
-
-  def _save(self, step):
-    self._manager.save(checkpoint_number=step)
-    self._saved_step = step

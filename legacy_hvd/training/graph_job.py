@@ -22,17 +22,18 @@ Step = collections.namedtuple(
     "Step", "params loss accuracy learning_rate train_op step_after digest")
 
 
-def start(config, data, ranks, plan, stop_signals, collectives,
+def start(config, data, ranks, plan, stop_signals, collectives, trainer_name,
           held_out_summaries=True):
-  """Rank 0's model-directory checks, their verdict shared; the Runtime.
-  held_out_summaries: False where the trainer writes the eval run itself."""
+  """Rank 0's model-directory checks, their verdict shared; the Runtime,
+  to run `with`. held_out_summaries: False where the trainer writes the
+  eval run itself."""
   job_faults.check_model_dir(
       ranks.rank, collectives, config.model_dir, cnn.PARAM_SHAPES,
       # A TF2 trainer's checkpoint becomes this job's (rank 0).
       lambda: migration.to_tf1(config.model_dir, config.optimizer,
                                job.rate_of(config, plan)))
   return Runtime(config, data, ranks, plan, stop_signals, collectives,
-                 held_out_summaries)
+                 trainer_name, held_out_summaries)
 
 
 def build_step(optimizer, params, loss, accuracy, learning_rate,
@@ -61,16 +62,25 @@ class Runtime:
   """What the runtime adds to a graph job, its touch points aside."""
 
   def __init__(self, config, data, ranks, plan, stop_signals, collectives,
-               held_out_summaries):
+               trainer_name, held_out_summaries):
     self._config, self._data, self._ranks = config, data, ranks
     self._plan, self._stop_signals = plan, stop_signals
     self._collectives = collectives
+    self._trainer_name = trainer_name
     self._held_out_summaries = held_out_summaries
-    self.progress = self.step_log = self.held_out = None   # watching()'s
-    self._stop = self._final = None
+    self.progress = self.step_log = self.held_out = None   # _watching()'s
+    self._stop = self._final = self._evaluated = self._guard = None
+
+  def __enter__(self):
+    self._guard = self._watching(self._trainer_name)
+    self._guard.__enter__()
+    return self
+
+  def __exit__(self, kind, error, traceback):
+    return self._guard.__exit__(kind, error, traceback)
 
   @contextlib.contextmanager
-  def watching(self, trainer_name):
+  def _watching(self, trainer_name):
     """The lost-host watch; in the block a failed write or step ends the
     job in one line. Makes progress and held_out."""
     config, ranks = self._config, self._ranks
@@ -91,7 +101,7 @@ class Runtime:
     """Whether the ranks agreed to stop (a stop signal on any of them)."""
     return self._stop is not None and self._stop.stopped
 
-  def step_hooks(self, step):
+  def _step_hooks(self, step):
     """The stop agreement and progress hooks, made again for each graph."""
     self._stop = hooks.StopRequestHook(self._stop_signals, self._ranks.size,
                                        self._collectives.average)
@@ -129,10 +139,24 @@ class Runtime:
     self._final = hooks.FinalHook(
         lambda session: (score(session), session.run(all_digests).tolist()),
         skip_if=lambda: self.stopped)
-    return self.step_hooks(step) + evaluation + [self._final,
-                                                 self.exit_on_stop_hook()]
+    return self._step_hooks(step) + evaluation + [self._final,
+                                                  self._exit_on_stop_hook()]
 
-  def exit_on_stop_hook(self, scratch_dir=None):
+  def estimator_hooks(self, step, chief_hooks, scratch_dir):
+    """An EstimatorSpec's hooks in their one working order: the step's; the
+    trainer's chief hooks, then the stop's exit (removes scratch_dir). Every
+    rank is a chief (no TF_CONFIG): chief hooks end after training hooks."""
+    return dict(training_hooks=self._step_hooks(step),
+                training_chief_hooks=list(chief_hooks) + [
+                    self._exit_on_stop_hook(scratch_dir)])
+
+  def evaluated(self, step, metrics, weight_digests):
+    """An Estimator's evaluation after `step`: held out when due, final."""
+    if self.held_out.due(step):
+      self.held_out.record(step, metrics)
+    self._evaluated = metrics, weight_digests, step
+
+  def _exit_on_stop_hook(self, scratch_dir=None):
     """The hook that ends every rank after a stop: last in the session's
     hooks (an Estimator's: its last chief hook). scratch_dir: this rank's,
     removed first (the exit skips the `with` that would remove it)."""
@@ -140,27 +164,28 @@ class Runtime:
     def exit_now():
       if scratch_dir:
         shutil.rmtree(scratch_dir, ignore_errors=True)
-      self.finish(None)
+      self._end(None)
     # Horovod: after a stop, every rank exits before the session's close,
     # which waits on Horovod once another rank has exited (the hook's why).
     return hooks.ExitOnStopHook(lambda: self.stopped, exit_now)
 
-  def final_summary(self):
-    """summary() of the final scores the session's last steps took."""
-    metrics, weight_digests = self._final.result
-    return self.summary(metrics, weight_digests, self.progress.last_step)
-
-  def summary(self, metrics, weight_digests, final_step):
-    """The final evaluation and every rank's weight digest, results.json's."""
+  def finish(self, path_name, **extra):
+    """The end: the final scores (the session's or the last evaluated()),
+    with `extra`; rank 0 writes results.json."""
+    if self._evaluated:
+      metrics, weight_digests, step = self._evaluated
+    else:
+      (metrics, weight_digests), step = (self._final.result,
+                                         self.progress.last_step)
     self.step_log.close()
-    self.held_out.record_final(final_step, metrics)
+    self.held_out.record_final(step, metrics)
     summary = results.run_summary(
         metrics, weight_digests, self.progress, self._ranks.size,
         self._config.batch_size, self._plan.steps_per_epoch)
-    return dict(summary, **self.held_out.results())
+    self._end(dict(summary, **self.held_out.results(), **extra), path_name)
 
-  def finish(self, summary, path_name=None):
-    """The end: rank 0 writes results.json, or after a stop every rank exits."""
+  def _end(self, summary, path_name=None):
+    """Rank 0 writes results.json, or after a stop every rank exits."""
     self.step_log.close()
     job.finish(summary, self._stop_signals, self._config, self._data,
                self._ranks.rank, path_name)

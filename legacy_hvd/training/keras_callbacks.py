@@ -114,10 +114,8 @@ class BroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
 
 def in_order(runtime, report, learning_rate, checkpoints, save_every, first,
              last):
-  """The fit's callbacks in their one working order: the trainer's `first`
-  (Horovod's broadcast and metric averaging, before anything reads the
-  weights or metrics), the runtime's, the trainer's `last` (rank 0's
-  writers), and last the exit after a stop."""
+  """The fit's callbacks in their one working order (eager_job.Runtime's
+  fit_arguments says which)."""
   stop = StopCallback(runtime, runtime.plan.max_steps)
   callbacks = list(first) + [ProgressCallback(report, learning_rate), stop,
                              EvaluationCallback(report, stop)]
