@@ -50,8 +50,8 @@ def train(config, data, plan, session_config, runtime, hvd):
   loss, accuracy = cnn.loss_and_accuracy(cnn.forward(images, params),
                                          labels)
   # Horovod: the learning rate scaled with the number of workers
-  # (plan.lr_scale: --lr_scaling of hvd.size()), warming up.
-  learning_rate = job.rate_of(config, plan)(global_step)
+  # (--lr_scaling of hvd.size(): job.Plan), warming up.
+  learning_rate = plan.lr_schedule.rate(global_step)
   # Horovod: average gradients over all ranks with allreduce before updating.
   optimizer = hvd.DistributedOptimizer(
       optimizers.v1(config.optimizer, learning_rate, config.adam_epsilon),

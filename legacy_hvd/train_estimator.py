@@ -66,8 +66,8 @@ def model_fn_for(config, plan, runtime, scratch):
       loss, accuracy = cnn.loss_and_accuracy(
           cnn.forward(features, params), labels)
       # Horovod: the learning rate scaled with the number of workers
-      # (plan.lr_scale: --lr_scaling of hvd.size()), warming up.
-      learning_rate = job.rate_of(config, plan)(global_step)
+      # (--lr_scaling of hvd.size(): job.Plan), warming up.
+      learning_rate = plan.lr_schedule.rate(global_step)
       # Horovod: average gradients over all ranks with allreduce before
       # updating.
       optimizer = hvd.DistributedOptimizer(

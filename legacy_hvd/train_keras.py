@@ -91,9 +91,10 @@ def train(config, data, ranks, runtime):
   # hvd.size() for --lr_scaling=linear), reached by a linear warm-up (the
   # same function of the step as the other paths; docs/tf1-vs-tf2.md says
   # why not Horovod's LearningRateWarmupCallback).
-  learning_rate = keras_cnn.LearningRate(
+  lr_schedule = schedule.Schedule(
       config.lr, schedule.lr_scale(config.lr_scaling, ranks.size),
       plan.warmup_steps)
+  learning_rate = keras_cnn.LearningRate(*lr_schedule)
   # Horovod: average gradients over all ranks with allreduce before updating.
   optimizer = hvd_keras.DistributedOptimizer(
       keras_cnn.make_optimizer(config.optimizer, config.adam_epsilon),
@@ -110,7 +111,7 @@ def train(config, data, ranks, runtime):
   # Horovod: only rank 0 writes checkpoints (the others would write over its
   # files); it resumes from its newest, the others from its values.
   checkpoints = (object_checkpoints.restore_newest(
-      config.model_dir, step, optimizer, params, learning_rate)
+      config.model_dir, step, optimizer, params, lr_schedule)
                  if ranks.rank == 0 else None)
   # Horovod: rank 0's weights, step and optimizer state (fresh or restored)
   # on every rank before the first step. Horovod's callback alone would

@@ -73,16 +73,17 @@ def train(config, data, ranks, runtime):
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
   # Horovod: the learning rate scaled with the number of workers (times
   # hvd.size() for --lr_scaling=linear), reached by a linear warm-up.
-  lr_scale = schedule.lr_scale(config.lr_scaling, ranks.size)
-  rate_of = lambda at: schedule.learning_rate(at, config.lr, lr_scale,
-                                              plan.warmup_steps)
+  lr_schedule = schedule.Schedule(
+      config.lr, schedule.lr_scale(config.lr_scaling, ranks.size),
+      plan.warmup_steps)
   make_optimizer = getattr(optimizers, config.optimizer_impl)
-  optimizer = make_optimizer(config.optimizer, lambda: rate_of(step),
+  optimizer = make_optimizer(config.optimizer,
+                             lambda: lr_schedule.rate(step),
                              config.adam_epsilon)
   # Horovod: only rank 0 writes checkpoints (the others would write over its
   # files); it resumes from its newest, the others from its values.
   checkpoints = (object_checkpoints.restore_newest(
-      config.model_dir, step, optimizer, params, rate_of)
+      config.model_dir, step, optimizer, params, lr_schedule)
                  if ranks.rank == 0 else None)
   # Horovod: start every rank from rank 0's weights and step (fresh or
   # restored). The optimizer's state is broadcast after the first step,
@@ -101,7 +102,7 @@ def train(config, data, ranks, runtime):
     # all ranks in the same step, before a NaN or Inf reaches the weights.
     gradients = [finite_gradients.checked(g)
                  for g in tape.gradient(loss, trainable)]
-    rate = rate_of(step)
+    rate = lr_schedule.rate(step)
     if config.optimizer_impl == "v1":
       optimizer.apply_gradients(zip(gradients, trainable), global_step=step)
     else:

@@ -16,7 +16,7 @@ data position) carry over exactly. Two things cannot:
   - Momentum: Keras folds the rate into its velocity (-rate x v1's
     accumulator): exact only if the rate was constant (not in warm-up).
 Converted on resume, so a refusal comes before anything is written; the old
-checkpoints stay, for the way back. `rate_of(step)`: the run's learning rate."""
+checkpoints stay, for the way back. `lr_schedule`: the run's model.schedule.Schedule."""
 import dataclasses
 import os
 import re
@@ -216,7 +216,7 @@ def _format_of_others(model_dir, path):
   return formats[0] if formats else None
 
 
-def to_tf1(model_dir, optimizer, rate_of):
+def to_tf1(model_dir, optimizer, lr_schedule):
   """Rank 0 of a TF1 job, before its session: check(); a TF2 checkpoint
   becomes model.ckpt-<step> (name-based), the newest. True if converted."""
   state = check(model_dir, optimizer, TF1)
@@ -225,7 +225,7 @@ def to_tf1(model_dir, optimizer, rate_of):
   values = {name: state.weights[name] for name in cnn.PARAM_SHAPES}
   with tf.Graph().as_default(), tf.Session(
       config=devices.session_config()) as session:
-    rate = session.run(rate_of(tf.constant(state.step, tf.int64)))
+    rate = session.run(lr_schedule.rate(tf.constant(state.step, tf.int64)))
     for slot, by_name in _slots_as(state, TF1, rate).items():
       values.update({f"{n}/{_TF1_SLOT[slot]}": v for n, v in by_name.items()})
     betas = _beta_powers(state)
@@ -243,7 +243,7 @@ def to_tf1(model_dir, optimizer, rate_of):
   return True
 
 
-def to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of):
+def to_tf2(model_dir, checkpoint, step, optimizer, params, lr_schedule):
   """Rank 0 of a TF2 trainer, before restoring: an other flavour's newest
   checkpoint written as ckpt-<step> of `checkpoint`. True if converted."""
   path = newest(model_dir)
@@ -255,7 +255,7 @@ def to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of):
     return False
   variables = list(params.values())
   step.assign(state.step)
-  rate = float(rate_of(tf.constant(state.step, tf.int64)))
+  rate = float(lr_schedule.rate(tf.constant(state.step, tf.int64)))
   slots = _slots_as(state, target, rate)
   for name, variable in params.items():
     variable.assign(state.weights[name])

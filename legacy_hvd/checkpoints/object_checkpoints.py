@@ -7,14 +7,15 @@ from legacy_hvd.checkpoints import migration
 from legacy_hvd.checkpoints import resume
 
 
-def restore_newest(model_dir, step, optimizer, params, rate_of):
+def restore_newest(model_dir, step, optimizer, params, lr_schedule):
   """Rank 0's Checkpoints, after restoring its newest checkpoint (another
   trainer's converted first); the other ranks get its values by broadcast."""
   checkpoint = tf.train.Checkpoint(
       step=step, optimizer=optimizer,
       **{resume.tf2_attribute(name): variable
          for name, variable in params.items()})
-  migration.to_tf2(model_dir, checkpoint, step, optimizer, params, rate_of)
+  migration.to_tf2(model_dir, checkpoint, step, optimizer, params,
+                   lr_schedule)
   manager = tf.train.CheckpointManager(checkpoint, model_dir,
                                        max_to_keep=resume.KEPT)
   if not manager.latest_checkpoint:

@@ -1,5 +1,6 @@
 """Learning-rate scaling with the number of workers, and linear warm-up, in tf
 ops on the step: the same in the TF1 graph and in a tf.function."""
+import collections
 import math
 
 import tensorflow.compat.v1 as tf
@@ -23,6 +24,14 @@ def learning_rate(global_step, base_lr, scale, warmup_steps):
     return tf.constant(target, tf.float32)
   progress = tf.minimum(tf.cast(global_step, tf.float32) / warmup_steps, 1.0)
   return tf.cast(base_lr + (target - base_lr) * progress, tf.float32)
+
+
+class Schedule(collections.namedtuple("Schedule",
+                                      "base_lr scale warmup_steps")):
+  """A run's learning_rate arguments, handed down as one value."""
+
+  def rate(self, global_step):
+    return learning_rate(global_step, *self)
 
 
 def steps_per_epoch(num_examples, batch_size, num_workers):

@@ -31,7 +31,7 @@ def start(config, data, ranks, plan, stop_signals, collectives, trainer_name,
       ranks.rank, collectives, config.model_dir, cnn.PARAM_SHAPES,
       # A TF2 trainer's checkpoint becomes this job's (rank 0).
       lambda: migration.to_tf1(config.model_dir, config.optimizer,
-                               job.rate_of(config, plan)))
+                               plan.lr_schedule))
   return Runtime(config, data, ranks, plan, stop_signals, collectives,
                  trainer_name, held_out_summaries)
 

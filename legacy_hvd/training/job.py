@@ -21,25 +21,21 @@ class Plan:
   steps_per_epoch: int
   max_steps: int       # training ends at this global step
   warmup_steps: int
-  lr_scale: float      # the learning rate is config.lr x this after warm-up
+  lr_schedule: schedule.Schedule   # config.lr, scaled for `size`, warming up
 
   @classmethod
   def of(cls, config, num_train, size):
     steps_per_epoch = schedule.steps_per_epoch(num_train, config.batch_size,
                                                size)
+    warmup_steps = round(config.warmup_epochs * steps_per_epoch)
     return cls(
         steps_per_epoch=steps_per_epoch,
         max_steps=config.max_steps or config.epochs * steps_per_epoch,
-        warmup_steps=round(config.warmup_epochs * steps_per_epoch),
+        warmup_steps=warmup_steps,
         # Horovod: scale the learning rate with the number of workers.
-        lr_scale=schedule.lr_scale(config.lr_scaling, size))
-
-
-def rate_of(config, plan):
-  """step (int64 scalar tensor) -> the run's learning rate at it."""
-  # Horovod: the learning rate scaled with the number of workers, warming up.
-  return lambda step: schedule.learning_rate(step, config.lr, plan.lr_scale,
-                                             plan.warmup_steps)
+        lr_schedule=schedule.Schedule(
+            config.lr, schedule.lr_scale(config.lr_scaling, size),
+            warmup_steps))
 
 
 def batches(config, images, labels, num_shards, shard_index, skip_examples):
