@@ -19,6 +19,7 @@ import tensorflow.compat.v1 as tf
 from legacy_hvd.checkpoints import migration
 from legacy_hvd.checkpoints import resume
 from legacy_hvd.model import cnn
+from legacy_hvd.model import schedule
 from legacy_hvd.training import job_faults
 from tests.helpers import REPO, assert_ok, error_lines, horovodrun
 from tests.helpers import read_results
@@ -124,6 +125,7 @@ from legacy_hvd.checkpoints import migration
 from legacy_hvd.checkpoints import resume
 from legacy_hvd.model import cnn
 from legacy_hvd.model import optimizers
+from legacy_hvd.model import schedule
 from legacy_hvd.rank import devices
 # One plain process, never placed as a rank: TF's default threads.
 devices.session_config = tf.compat.v1.ConfigProto
@@ -134,7 +136,7 @@ step = tf.Variable(0, dtype=tf.int64)
 optimizer = optimizers.keras("adam", 0.001)
 checkpoint = tf.train.Checkpoint(step=step, optimizer=optimizer, **{
     resume.tf2_attribute(n): v for n, v in params.items()})
-rate = lambda step: tf.constant(0.001)
+rate = schedule.Schedule(0.001, 1.0, 0)
 assert migration.to_tf2(model_dir, checkpoint, step, optimizer, params, rate)
 print(migration.read(migration.newest(model_dir)).flavour)
 assert migration.to_tf1(model_dir, "adam", rate)
@@ -221,7 +223,8 @@ def test_what_cannot_be_converted_is_refused_and_nothing_written(
     # Each trainer refuses the other format's checkpoint; its own format's
     # damage is prepare_resume's (it falls back to the one before).
     targets = [("tf1", cnn.PARAM_SHAPES,
-                lambda: migration.to_tf1(model_dir, optimizer, lambda s: 0.001)),
+                lambda: migration.to_tf1(model_dir, optimizer,
+                                         schedule.Schedule(0.001, 1.0, 0))),
                ("tf2", job_faults.tf2_checkpoint_shapes(),
                 lambda: migration.check(model_dir, optimizer, migration.TF2))]
     for target, shapes, migrate in targets:
