@@ -37,6 +37,7 @@ from legacy_hvd.common.config import Config
 from legacy_hvd.common.signals import StopSignals
 from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
+from legacy_hvd.model import keras_compat
 from legacy_hvd.model import optimizers
 from legacy_hvd.model import schedule
 from legacy_hvd.rank import devices
@@ -182,27 +183,29 @@ def train(config, data, ranks, runtime, strategy, collectives):
     with tf.GradientTape() as tape:
       loss, accuracy = cnn.loss_and_accuracy(cnn.forward(images, params),
                                              labels)
-      # tf.distribute: the optimizer sums the replicas' gradients (Horovod
-      # averages them): each replica's loss is scaled to its share of the
-      # global batch, so the sum is the global batch's mean.
+      # tf.distribute: the replicas' gradients are summed (Horovod averages
+      # them): each replica's loss is scaled to its share of the global
+      # batch, so the sum is the global batch's mean.
       scaled_loss = loss / strategy.num_replicas_in_sync
     gradients = tape.gradient(scaled_loss, trainable)
-    # A NaN or Inf in any replica's gradients reaches every replica's check
-    # in the same step, before anything is applied: one float summed over
-    # the replicas, 0 when all their gradients are finite (else NaN), added
-    # to each gradient that is checked.
-    probe = tf.distribute.get_replica_context().all_reduce(
-        SUM, tf.add_n([tf.reduce_sum(g * 0.0) for g in gradients]))
-    gradients = [finite_gradients.checked(g + probe) for g in gradients]
+    # tf.distribute: one all-reduce a step: the gradients' sum and, in the
+    # same pack, the stop requests' (> 0 everywhere once any asked), made in
+    # the replica: an argument has no device to reduce to.
+    *gradients, any_stop = tf.distribute.get_replica_context().all_reduce(
+        SUM, gradients + [tf.identity(stop_requested)])
+    # Alike on every replica: a NaN or Inf anywhere fails every replica's
+    # check in the same step, before anything is applied.
+    gradients = [finite_gradients.checked(g) for g in gradients]
     rate = rate_of(step)
-    # tf.distribute: apply_gradients in a replica sums the gradients over
-    # all replicas (an all-reduce) and updates every copy alike.
+    # tf.distribute: applied as summed, without the optimizer's all-reduce.
     if config.optimizer_impl == "v1":
-      optimizer.apply_gradients(zip(gradients, trainable), global_step=step)
+      optimizer.apply_gradients(zip(gradients, trainable), global_step=step,
+                                skip_gradients_aggregation=True)
     else:
-      optimizer.apply_gradients(zip(gradients, trainable))
+      keras_compat.apply_summed_gradients(optimizer,
+                                          zip(gradients, trainable))
       step.assign_add(1)
-    return loss, accuracy, rate, runtime.agree_to_stop(stop_requested)
+    return loss, accuracy, rate, any_stop
 
   @tf.function
   def train_step(images, labels, stop_requested):

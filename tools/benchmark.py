@@ -6,7 +6,7 @@
         --stacks .venv-tf1.15.5/bin/python   # the same graph on TF 1.15 too
     python tools/benchmark.py --out DIR --cases eval   # periodic evaluation
     python tools/benchmark.py --out DIR --cases estimator   # the Estimator job
-    python tools/benchmark.py --out DIR --cases mwms   # past Horovod: MWMS
+    python tools/benchmark.py --out DIR --cases mwms --data_dir D   # MWMS
 
 Across test hosts over emulated links (100mbit, 1gbit), with the knobs and
 step time split into compute and allreduce: tools/hostbench.py.
@@ -26,9 +26,10 @@ ratio of each stack to this one. Writes DIR/benchmark.json and
 DIR/benchmark.md.
 
 The `bare` case (tools/bare_loop.py) is the limit: the same graph and data
-in a bare session.run loop, no hooks, no Horovod. Every case is also given
-as a fraction of it, with the spread of its repeats ((max - min) / median)
-and each rank's peak resident memory (every rank runs under
+in a bare session.run loop, no hooks, no Horovod (the `floor-*` cases,
+tools/bare_loop_tf2.py: the eager trainers' on either strategy). Every case
+is also given as a fraction of it, with the spread of its repeats ((max -
+min) / median) and each rank's peak resident memory (every rank runs under
 tools/peak_rss.py: getrusage's high-water mark, the largest of the repeats).
 
 The `eval` cases run with --eval_every_n_steps=EVAL_EVERY beside the same
@@ -58,6 +59,7 @@ GLOO, MPI = ["--gloo"], ["--mpi"]
 WORKERS = ["launch_workers"]
 BARE_LOOP = "tools.bare_loop"   # takes --max_steps, --step_log, --data_dir,
                                 # --horovod only
+BARE_LOOP_TF2 = "tools.bare_loop_tf2"   # the same, and --strategy
 CASES = {
     # The limit: the same graph in a bare session.run loop (tools/bare_loop.py).
     "bare": (BARE_LOOP, 1, [], None),
@@ -97,6 +99,12 @@ CASES = {
     "mwms-np1": ("legacy_hvd.train_mwms", 1, [], WORKERS),
     "mwms-np2": ("legacy_hvd.train_mwms", 2, [], WORKERS),
     "mwms-np4": ("legacy_hvd.train_mwms", 4, [], WORKERS),
+    # Their limits: the same model in a bare tf.function loop on either
+    # strategy (tools/bare_loop_tf2.py).
+    "floor-tf2-np2": (BARE_LOOP_TF2, 2, ["--strategy=horovod"], GLOO),
+    "floor-tf2-np4": (BARE_LOOP_TF2, 4, ["--strategy=horovod"], GLOO),
+    "floor-mwms-np2": (BARE_LOOP_TF2, 2, ["--strategy=mwms"], WORKERS),
+    "floor-mwms-np4": (BARE_LOOP_TF2, 4, ["--strategy=mwms"], WORKERS),
 }
 # Periodic held-out evaluation (--eval_every_n_steps), on against off.
 EVAL_EVERY = 50
@@ -153,6 +161,14 @@ RATIOS = {
     "mwms / horovod tf2 loop at np2": ("mwms-np2", "tf2-np2", None),
     "mwms / horovod tf2 loop at np4": ("mwms-np4", "tf2-np4", None),
     "mwms np4 / np1 (aggregate)": ("mwms-np4", "mwms-np1", None),
+    "mwms / mwms floor at np2": ("mwms-np2", "floor-mwms-np2", None),
+    "mwms / mwms floor at np4": ("mwms-np4", "floor-mwms-np4", None),
+    "horovod tf2 loop / its floor at np2": ("tf2-np2", "floor-tf2-np2", None),
+    "horovod tf2 loop / its floor at np4": ("tf2-np4", "floor-tf2-np4", None),
+    "mwms floor / horovod tf2 floor at np2": ("floor-mwms-np2",
+                                              "floor-tf2-np2", None),
+    "mwms floor / horovod tf2 floor at np4": ("floor-mwms-np4",
+                                              "floor-tf2-np4", None),
 }
 CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
                "keras": ["tf1-np1", "tf1-np4", "keras-np1", "keras-np4"],
@@ -160,7 +176,8 @@ CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
                              "estimator-np1", "estimator-np4"],
                "eval": [case for pair in EVAL_CASES.items() for case in pair],
                "mwms": ["tf1-np1", "tf1-np2", "tf1-np4", "tf2-np2", "tf2-np4",
-                        "mwms-np1", "mwms-np2", "mwms-np4"],
+                        "mwms-np1", "mwms-np2", "mwms-np4", "floor-tf2-np2",
+                        "floor-tf2-np4", "floor-mwms-np2", "floor-mwms-np4"],
                "all": DEFAULT_CASES + KNOB_CASES}
 
 
@@ -222,7 +239,7 @@ def run_case(name, args, work, python=sys.executable):
   # Every rank runs under tools/peak_rss.py, which records its peak RSS.
   command += [python, "-m", "tools.peak_rss", rss_dir, module,
               f"--max_steps={total}", f"--step_log={step_log}", *flags]
-  if module != BARE_LOOP:
+  if module not in (BARE_LOOP, BARE_LOOP_TF2):
     command += [f"--model_dir={model_dir}", f"--log_every_n_steps={total}",
                 f"--save_checkpoints_steps={total}",
                 *args.trainer_flags.split()]

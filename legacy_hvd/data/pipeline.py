@@ -60,7 +60,9 @@ def train_batches(images, labels, batch_size, num_shards, shard_index, seed,
   # Normalizing whole batches costs one op per batch instead of one per image.
   dataset = dataset.map(lambda x, y: (normalize(x), y),
                         num_parallel_calls=compat.AUTOTUNE)
-  return dataset.prefetch(compat.AUTOTUNE)
+  # Endless already; repeat() declares it (flat_map's cardinality is unknown):
+  # tf.distribute then skips its per-step all-reduce of "is there a batch?".
+  return dataset.repeat().prefetch(compat.AUTOTUNE)
 
 
 def synthetic_batches(batch_size, seed):

@@ -1,13 +1,15 @@
 """How the Keras behind tf.keras differs across the supported stacks:
 keras_compat.keras_optimizers, keras_compat.KERAS_COMPILE_OPTIONS,
 keras_compat.VARIABLE_REF, keras_compat.create_keras_optimizer_slots,
-keras_compat.keras_slot_index, keras_compat.keras_version,
-keras_compat.TF_KERAS_REQUIREMENT, keras_compat.with_tf_keras_backend.
+keras_compat.keras_slot_index, keras_compat.apply_summed_gradients,
+keras_compat.keras_version, keras_compat.TF_KERAS_REQUIREMENT,
+keras_compat.with_tf_keras_backend.
 
 tf.keras is Keras 2.2.4-tf on TF 1.15, Keras 2 up to TF 2.15, Keras 3 or
 tf_keras after; Horovod 0.28.1's Keras integration needs Keras 2, and an
 optimizer's slots are reached through private methods that differ."""
 import importlib
+import inspect
 
 import tensorflow as tf
 
@@ -52,6 +54,22 @@ def keras_slot_index(optimizer, variable):
   if index_of is not None:
     return index_of(variable)
   return optimizer._index_dict[optimizer._var_key(variable)]   # pylint: disable=protected-access
+
+
+def apply_summed_gradients(optimizer, grads_and_vars):
+  """Applies gradients already summed over the replicas, in a replica, without
+  the optimizer's own sum: Keras 3 has no switch (keras-team/keras#19308)."""
+  if "skip_gradients_aggregation" in inspect.signature(
+      optimizer.apply_gradients).parameters:
+    return optimizer.apply_gradients(grads_and_vars,
+                                     skip_gradients_aggregation=True)
+  if not hasattr(optimizer, "_all_reduce_sum_gradients"):
+    raise NotImplementedError(f"no way to skip {type(optimizer)}'s own sum")
+  optimizer._all_reduce_sum_gradients = lambda pairs: pairs   # pylint: disable=protected-access
+  try:
+    return optimizer.apply_gradients(grads_and_vars)
+  finally:
+    del optimizer._all_reduce_sum_gradients   # pylint: disable=protected-access
 
 
 def keras_version():

@@ -58,3 +58,15 @@ def test_synthetic_training_runs_and_evaluates(tmp_path, isolated_cache):
                         "--max_steps=20"]))
   results = read_results(tmp_path)
   assert results["steps"] == 20 and results["flags"]["synthetic"] is True
+
+
+def test_benchmark_ratios_and_groups_name_its_cases():
+  # A ratio naming no case is left out of every report without a word.
+  from tools import benchmark
+  named = {case for top, bottom, _ in benchmark.RATIOS.values()
+           for case in (top, bottom)}
+  named |= {case for group in benchmark.CASE_GROUPS.values()
+            for case in group}
+  assert named <= set(benchmark.CASES), named - set(benchmark.CASES)
+  assert {"floor-mwms-np2", "floor-tf2-np2"} <= set(
+      benchmark.CASE_GROUPS["mwms"])

@@ -1,5 +1,6 @@
 """Byte-exact reading of the official binary layout, and the embedded data."""
 import numpy as np
+import tensorflow as tf
 
 from legacy_hvd.data import cifar10
 from legacy_hvd.data import embedded
@@ -79,6 +80,9 @@ def test_shards_split_the_data_and_batches_are_whole():
                                      num_shards=2, shard_index=rank, seed=1)
     batches = [y.numpy().tolist() for _, y in dataset.take(5)]
     assert all(len(b) == 2 for b in batches)
+    # Declared endless: tf.distribute checks for a last partial batch else.
+    assert tf.data.experimental.cardinality(dataset).numpy() == (
+        tf.data.experimental.INFINITE_CARDINALITY)
     seen.append(set(sum(batches, [])))
   assert seen[0] == {0, 2, 4, 6, 8} and seen[1] == {1, 3, 5, 7, 9}
 
@@ -105,6 +109,8 @@ def test_augmentation_crops_flips_and_repeats_exactly():
     dataset = pipeline.train_batches(images, labels, batch_size=8,
                                      num_shards=1, shard_index=0, seed=5,
                                      augment=True)
+    assert tf.data.experimental.cardinality(dataset).numpy() == (
+        tf.data.experimental.INFINITE_CARDINALITY)
     x, _ = next(iter(dataset))
     # Undo the normalization of the red channel to get pixel values back.
     return np.rint(x.numpy()[..., 0] * pipeline.CHANNEL_STD[0]
