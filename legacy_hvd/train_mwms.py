@@ -152,11 +152,12 @@ def train(config, data, ranks, runtime, strategy, collectives):
                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     # tf.distribute: the learning rate scaled with the number of workers
     # (times their number for --lr_scaling=linear), reached by a warm-up.
-    lr_scale = schedule.lr_scale(config.lr_scaling, ranks.size)
-    rate_of = lambda at: schedule.learning_rate(at, config.lr, lr_scale,
-                                                plan.warmup_steps)
+    lr_schedule = schedule.Schedule(
+        config.lr, schedule.lr_scale(config.lr_scaling, ranks.size),
+        plan.warmup_steps)
     make_optimizer = getattr(optimizers, config.optimizer_impl)
-    optimizer = make_optimizer(config.optimizer, lambda: rate_of(step),
+    optimizer = make_optimizer(config.optimizer,
+                               lambda: lr_schedule.rate(step),
                                config.adam_epsilon)
   trainable = list(params.values())
   # tf.distribute: a variable made inside strategy.run (an optimizer's slot,
@@ -171,7 +172,7 @@ def train(config, data, ranks, runtime, strategy, collectives):
   # tf.distribute: only the chief writes checkpoints, and resumes from its
   # newest; the others take its values below.
   checkpoints = (object_checkpoints.restore_newest(
-      config.model_dir, step, optimizer, params, rate_of)
+      config.model_dir, step, optimizer, params, lr_schedule)
                  if ranks.rank == 0 else None)
   # tf.distribute: every worker starts from the chief's weights, step and
   # optimizer state (MWMS makes the initial values the chief's; a restored
@@ -196,7 +197,7 @@ def train(config, data, ranks, runtime, strategy, collectives):
     # Alike on every replica: a NaN or Inf anywhere fails every replica's
     # check in the same step, before anything is applied.
     gradients = [finite_gradients.checked(g) for g in gradients]
-    rate = rate_of(step)
+    rate = lr_schedule.rate(step)
     # tf.distribute: applied as summed, without the optimizer's all-reduce.
     if config.optimizer_impl == "v1":
       optimizer.apply_gradients(zip(gradients, trainable), global_step=step,
@@ -228,7 +229,6 @@ def train(config, data, ranks, runtime, strategy, collectives):
       lambda images, labels, first_step, stop_requested: train_step(
           images, labels, stop_requested),
       dataset, step, params, checkpoints)
-
 
 
 def run():
