@@ -35,7 +35,6 @@ from legacy_hvd.common.config import Config
 from legacy_hvd.common.signals import StopSignals
 from legacy_hvd.model import keras_cnn
 from legacy_hvd.model import keras_compat
-from legacy_hvd.model import schedule
 from legacy_hvd.rank import devices
 from legacy_hvd.collectives import horovod_collectives
 from legacy_hvd.rank import startup
@@ -91,9 +90,7 @@ def train(config, data, ranks, runtime):
   # hvd.size() for --lr_scaling=linear), reached by a linear warm-up (the
   # same function of the step as the other paths; docs/tf1-vs-tf2.md says
   # why not Horovod's LearningRateWarmupCallback).
-  lr_schedule = schedule.Schedule(
-      config.lr, schedule.lr_scale(config.lr_scaling, ranks.size),
-      plan.warmup_steps)
+  lr_schedule = plan.lr_schedule   # job.Plan: the scale of ranks.size
   learning_rate = keras_cnn.LearningRate(*lr_schedule)
   # Horovod: average gradients over all ranks with allreduce before updating.
   optimizer = hvd_keras.DistributedOptimizer(

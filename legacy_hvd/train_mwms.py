@@ -39,7 +39,6 @@ from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import keras_compat
 from legacy_hvd.model import optimizers
-from legacy_hvd.model import schedule
 from legacy_hvd.rank import devices
 from legacy_hvd.rank import startup
 from legacy_hvd.collectives import strategy_collectives
@@ -152,9 +151,7 @@ def train(config, data, ranks, runtime, strategy, collectives):
                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
     # tf.distribute: the learning rate scaled with the number of workers
     # (times their number for --lr_scaling=linear), reached by a warm-up.
-    lr_schedule = schedule.Schedule(
-        config.lr, schedule.lr_scale(config.lr_scaling, ranks.size),
-        plan.warmup_steps)
+    lr_schedule = plan.lr_schedule   # job.Plan: the scale of ranks.size
     make_optimizer = getattr(optimizers, config.optimizer_impl)
     optimizer = make_optimizer(config.optimizer,
                                lambda: lr_schedule.rate(step),

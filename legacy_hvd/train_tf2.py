@@ -26,7 +26,6 @@ from legacy_hvd.common.signals import StopSignals
 from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import optimizers
-from legacy_hvd.model import schedule
 from legacy_hvd.rank import devices
 from legacy_hvd.collectives import horovod_collectives
 from legacy_hvd.rank import startup
@@ -73,9 +72,7 @@ def train(config, data, ranks, runtime):
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
   # Horovod: the learning rate scaled with the number of workers (times
   # hvd.size() for --lr_scaling=linear), reached by a linear warm-up.
-  lr_schedule = schedule.Schedule(
-      config.lr, schedule.lr_scale(config.lr_scaling, ranks.size),
-      plan.warmup_steps)
+  lr_schedule = plan.lr_schedule   # job.Plan: the scale of ranks.size
   make_optimizer = getattr(optimizers, config.optimizer_impl)
   optimizer = make_optimizer(config.optimizer,
                              lambda: lr_schedule.rate(step),
