@@ -2,7 +2,7 @@
 #
 #   make            build the virtual environment (.venv) with the pinned stack
 #   make train      horovodrun -np 4 python -m legacy_hvd.train --batch_size=64 $(ARGS)
-#   make test       the whole test suite
+#   make test       the whole test suite (TESTS=... some of it: files, folders)
 #   make test-fast  the unit tests alone (tests/unit: in-process, under a minute)
 #
 # TF_VERSION=2.18.1 selects another TensorFlow (each has its pins in
@@ -18,6 +18,7 @@ HOROVOD_VERSION ?= 0.28.1
 HOROVOD_CONTROLLER ?= gloo
 NP ?= 4
 ARGS ?=
+TESTS ?= tests
 
 DEFAULT_TF_VERSION := 2.15.1
 ifeq ($(HOROVOD_CONTROLLER),mpi)
@@ -149,9 +150,9 @@ test: $(STAMP)
 ifdef CROSS_STACK
 	$(MAKE) install TF_VERSION=$(DEFAULT_TF_VERSION) HOROVOD_CONTROLLER=gloo VENV=$(CROSS_STACK)
 	PATH=$(VBIN):$$PATH LEGACY_HVD_TF2_PYTHON=$(CROSS_STACK)/bin/python \
-		$(PYTEST) -m "not one_stack" tests $(ARGS)
+		$(PYTEST) -m "not one_stack" $(TESTS) $(ARGS)
 else
-	PATH=$(VBIN):$$PATH $(PYTEST) tests $(ARGS)
+	PATH=$(VBIN):$$PATH $(PYTEST) $(TESTS) $(ARGS)
 endif
 
 # The fast loop: tests/unit, the tests that need no process of their own

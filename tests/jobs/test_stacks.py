@@ -2,7 +2,8 @@
 
 `make test` runs these on the default stack (TF 2.15.1, Gloo);
 `make test TF_VERSION=2.18.1` and `make test HOROVOD_CONTROLLER=mpi` run the
-whole suite, these included, on the other stacks.
+whole suite, these included, on the other stacks; CI runs this module and
+tests/hosts/test_hosts_mpi.py alone on the MPI build (.ci/run).
 """
 
 import horovod.tensorflow as hvd
