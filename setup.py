@@ -26,6 +26,7 @@ setup(
             "legacy-hvd-train-keras=legacy_hvd.train_keras:run",
             "legacy-hvd-train-estimator=legacy_hvd.train_estimator:run",
             "legacy-hvd-train-mwms=legacy_hvd.train_mwms:run",
+            "legacy-hvd-train-mwms-keras=legacy_hvd.train_mwms_keras:run",
             "legacy-hvd-evaluate=legacy_hvd.evaluate:run",
             "legacy-hvd-export=legacy_hvd.export:run",
             "legacy-hvd-predict=legacy_hvd.predict:run",

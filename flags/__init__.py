@@ -36,6 +36,7 @@ TRAINERS = {
     "legacy_hvd.train_estimator": (define_trainer_flags,
                                    estimator.define_estimator),
     "legacy_hvd.train_mwms": (define_trainer_flags, mwms.define_mwms),
+    "legacy_hvd.train_mwms_keras": (define_trainer_flags, mwms.define_mwms),
 }
 
 

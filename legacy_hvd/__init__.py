@@ -10,6 +10,7 @@ point of its path in its own file, each behind a `# Horovod:` comment:
   train_estimator  the TF1 job as tf.estimator code (TF <= 2.15)
   train_mwms       the TF2 loop on tf.distribute's MultiWorkerMirroredStrategy,
                    no Horovod (its touch points behind `# tf.distribute:`)
+  train_mwms_keras  Keras model.fit on that strategy, no Horovod
   evaluate         scores a saved checkpoint on the test set, across ranks
   export           a checkpoint as a SavedModel or a frozen graph
   predict          classifies image files with an export

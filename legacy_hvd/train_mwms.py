@@ -21,9 +21,6 @@ what differs from Horovod. The runtime is the Horovod loop's
 (legacy_hvd/training/eager_job.py), its collectives the strategy's.
 """
 
-import contextlib
-import os
-
 from absl import flags
 # The TF2 API (this trainer needs TensorFlow 2).
 import tensorflow.compat.v2 as tf
@@ -39,6 +36,7 @@ from legacy_hvd.model import cnn
 from legacy_hvd.model import finite_gradients
 from legacy_hvd.model import keras_compat
 from legacy_hvd.model import optimizers
+from legacy_hvd.rank import cluster
 from legacy_hvd.rank import devices
 from legacy_hvd.rank import startup
 from legacy_hvd.collectives import strategy_collectives
@@ -47,13 +45,6 @@ from legacy_hvd.training import eager_job
 from legacy_hvd.training import job
 
 SUM = tf.distribute.ReduceOp.SUM
-# Under Slurm, job J's workers on a node listen on ports SLURM_PORTS +
-# (J mod SLURM_JOBS_APART) x SLURM_TASKS_PER_NODE + k, k its task on the
-# node: jobs whose ids differ by less than SLURM_JOBS_APART never share a
-# port (SlurmClusterResolver's default, 8888 for every job, would).
-SLURM_PORTS = 20000
-SLURM_JOBS_APART = 1000
-SLURM_TASKS_PER_NODE = 32   # the most tasks a node runs of one job
 
 
 def main(argv):
@@ -63,7 +54,7 @@ def main(argv):
   stop_signals = StopSignals().install()
   data, own_threads = startup.before_horovod(config)
   gpus = tf.config.list_physical_devices("GPU")
-  resolver = cluster_resolver(len(gpus))
+  resolver = cluster.cluster_resolver(len(gpus))
   workers = resolver.cluster_spec().as_dict().get("worker", ["localhost:0"])
   ranks = Ranks.of_workers(workers, resolver.task_id or 0)
   # tf.distribute: MWMS takes every GPU a worker sees: one each, the one
@@ -75,7 +66,7 @@ def main(argv):
   # tf.distribute: one replica per worker, its collectives over gRPC; one
   # waiting longer than --collective_timeout for a peer fails the step
   # (without a time-out, a dead peer leaves the others waiting for ever).
-  with ending_if_the_cluster_fails(workers, ranks.rank):
+  with cluster.ending_if_the_cluster_fails(workers, ranks.rank):
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         cluster_resolver=resolver,
         communication_options=tf.distribute.experimental.CommunicationOptions(
@@ -91,48 +82,6 @@ def main(argv):
     # tf.distribute: the final scores on every worker; the chief (rank 0)
     # alone writes results.json.
     runtime.finish("mwms")
-
-
-def cluster_resolver(gpus_per_node):
-  """tf.distribute's view of the cluster: every worker's host:port and this
-  worker's index. Worker 0, the chief, is rank 0."""
-  if "SLURM_STEP_NODELIST" in os.environ and "TF_CONFIG" not in os.environ:
-    # tf.distribute: under srun (legacy_hvd.launch.slurm), every task a worker,
-    # read from srun's environment; the ports from the job's id, so that
-    # two jobs on one node do not collide. It numbers a node's tasks by
-    # their GPUs, and would set CUDA_VISIBLE_DEVICES: one "GPU" a task, and
-    # none set (main pins each worker's GPU itself; a CPU node has none).
-    job = int(os.environ.get("SLURM_JOB_ID", "0"))
-    return tf.distribute.cluster_resolver.SlurmClusterResolver(
-        port_base=SLURM_PORTS + job % SLURM_JOBS_APART * SLURM_TASKS_PER_NODE,
-        gpus_per_node=max(gpus_per_node, SLURM_TASKS_PER_NODE),
-        gpus_per_task=1, auto_set_gpu=False)
-  # tf.distribute: else from TF_CONFIG (legacy_hvd.launch.workers sets it);
-  # without one, this worker alone.
-  return tf.distribute.cluster_resolver.TFConfigClusterResolver()
-
-
-@contextlib.contextmanager
-def ending_if_the_cluster_fails(workers, rank):
-  """Around the strategy's start: a worker that cannot listen on its port
-  says so in one line; rank 0, whose coordination service the others join,
-  says that one of them did not (the launcher ends them all)."""
-  try:
-    yield
-  except tf.errors.UnknownError as e:
-    if "Could not start gRPC server" not in str(e):
-      raise
-    cli.fail(f"rank {rank} could not listen on {workers[rank]}: its port is "
-             "taken or its host name is not this host's; expected a free "
-             "port (legacy_hvd.launch.workers --port) on a name of this host",
-             reporter=True)
-  except tf.errors.UnavailableError as e:
-    if rank == 0:
-      cli.fail("the workers did not all start: "
-               f"{str(e).splitlines()[0][:200]}; expected every worker of "
-               f"{','.join(workers)} up (the first failure's line says why)",
-               reporter=True)
-    cli.exit_quietly()
 
 
 def train(config, data, ranks, runtime, strategy, collectives):

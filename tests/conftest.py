@@ -92,7 +92,7 @@ if not HOROVOD:
 
   def _job_argv_needing_horovod(job_argv):
     def guarded(np, module, args, **options):
-      if module != helpers.MWMS:   # every other job runs under horovodrun
+      if module not in helpers.STRATEGY_TRAINERS:   # every other job runs under horovodrun
         pytest.skip(NO_HOROVOD)
       return job_argv(np, module, args, **options)
     return guarded

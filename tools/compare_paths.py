@@ -1,7 +1,7 @@
 """Runs the TF1 and TF2 paths, and stacks, side by side; reports where they differ.
 
     python tools/compare_paths.py --np 2 --steps 200 --out DIR \
-        [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8,estimator,mwms]
+        [--impls v1,keras,keras-eps1e-8,fit,fit-eps1e-8,estimator,mwms,mwms-fit]
     python tools/compare_paths.py --np 2 --steps 200 --out DIR --impls none \
         --stacks .venv-tf1.15.5/bin/python    # the TF1 job on TF 1.15 too
     python tools/compare_paths.py --np 2 --steps 200 --out DIR \
@@ -16,7 +16,8 @@ every --digest_every steps, a digest of the weights: the TF1 job
 Keras fit (legacy_hvd.train_keras, keras-fit) and the Estimator job
 (legacy_hvd.train_estimator, estimator: TF <= 2.15) and the TF2 loop on
 tf.distribute's MultiWorkerMirroredStrategy (legacy_hvd.train_mwms, mwms:
-its workers started by legacy_hvd.launch.workers, no Horovod). --stacks adds the TF1
+its workers started by legacy_hvd.launch.workers, no Horovod) and Keras fit
+on it (legacy_hvd.train_mwms_keras, mwms-fit). --stacks adds the TF1
 path run by another stack's Python (and the horovodrun beside it), compared
 with the TF1 path of this one. Writes
   DIR/report.json   every figure below, machine-readable
@@ -108,6 +109,7 @@ STACK_CAUSE = (
 # The TF2 loop on tf.distribute, no Horovod: its workers started by
 # legacy_hvd.launch.workers instead of horovodrun.
 MWMS = "legacy_hvd.train_mwms"
+MWMS_FIT = "legacy_hvd.train_mwms_keras"   # Keras fit on the same strategy
 # Why it may part from the Horovod paths (docs/tf1-vs-tf2.md, "Past
 # Horovod"; measured with this tool).
 MWMS_CAUSE = (
@@ -127,6 +129,7 @@ IMPLS = {
                     ["--adam_epsilon=1e-8"]),
     "estimator": ("estimator", "legacy_hvd.train_estimator", []),
     "mwms": ("mwms", MWMS, ["--optimizer_impl=v1"]),
+    "mwms-fit": ("mwms-fit", MWMS_FIT, []),
 }
 # --migrate: tf1 and the --impls names.
 PATHS = dict(IMPLS, tf1=("tf1", "legacy_hvd.train", []))
@@ -144,7 +147,8 @@ def parse_args(argv):
                       "loop with optimizer v1, keras, keras-eps1e-8 (Keras "
                       "Adam with v1's epsilon); Keras fit: fit, fit-eps1e-8; "
                       "the Estimator job: estimator; the TF2 loop on "
-                      "MultiWorkerMirroredStrategy: mwms; "
+                      "MultiWorkerMirroredStrategy: mwms, and Keras fit "
+                      "on it: mwms-fit; "
                       "none: no TF2 path run")
   parser.add_argument("--stacks", default="",
                       help="Pythons of other stacks' venvs (comma-separated, "
@@ -212,7 +216,7 @@ def run_path(name, module, extra, args, python=sys.executable):
            *extra, *args.trainer_flags]
   hosts = ["-H", f"localhost:{args.np}"]
   launcher = ([python, "-m", "legacy_hvd.launch.workers", *hosts, "--"]
-              if module == MWMS else
+              if module in (MWMS, MWMS_FIT) else
               [*stacks.horovodrun(python), "--gloo", "-np", str(args.np),
                *hosts])
   command = [*launcher, python, "-m", module, *flags]
@@ -505,7 +509,7 @@ def main(argv=None):
       cause = run["cause"]
     elif run["results"]["path"] == "tf1":   # the same job on another stack
       cause = STACK_CAUSE
-    elif run["results"]["path"] == "keras-fit":
+    elif run["results"]["path"] in ("keras-fit", "mwms-fit"):
       cause = FIT_CAUSES.get(optimizer)
     elif run["results"]["path"] == "mwms":
       cause = MWMS_CAUSE

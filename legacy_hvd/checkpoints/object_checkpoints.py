@@ -16,6 +16,8 @@ def restore_newest(model_dir, step, optimizer, params, lr_schedule):
          for name, variable in params.items()})
   migration.to_tf2(model_dir, checkpoint, step, optimizer, params,
                    lr_schedule)
+  # Now: made in fit's strategy scope, its start would be a broadcast.
+  checkpoint.save_counter  # pylint: disable=pointless-statement
   manager = tf.train.CheckpointManager(checkpoint, model_dir,
                                        max_to_keep=resume.KEPT)
   if not manager.latest_checkpoint:

@@ -6,6 +6,7 @@ import tensorflow.compat.v2 as tf
 SUM = tf.distribute.ReduceOp.SUM
 MEAN = tf.distribute.ReduceOp.MEAN
 EAGER_WARNING = "eagerly has significant overhead"
+COORDINATOR_TRACE = "Error reported to Coordinator"
 
 
 class Collectives:
@@ -21,6 +22,10 @@ class Collectives:
     # between steps (the step itself is a tf.function), where it is not.
     tf.get_logger().addFilter(
         lambda record: EAGER_WARNING not in record.getMessage())
+    # A peer lost in one of these logs a traceback before the error reaches
+    # the runtime, which says it in one line.
+    tf.get_logger().addFilter(
+        lambda record: not record.getMessage().startswith(COORDINATOR_TRACE))
 
   def broadcast_from_rank0(self, value):
     # tf.distribute: no broadcast between replicas: rank 0's value plus the

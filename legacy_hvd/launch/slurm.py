@@ -34,7 +34,8 @@ from legacy_hvd.launch import slurm_healing
 
 PROGRAM = "legacy_hvd.launch.slurm"
 TRAINERS = tuple(flags.TRAINERS)
-MWMS = "legacy_hvd.train_mwms"   # no Horovod: no rendezvous server
+# No Horovod: no rendezvous server.
+STRATEGY_TRAINERS = ("legacy_hvd.train_mwms", "legacy_hvd.train_mwms_keras")
 RANK_FAILED = 70        # EX_SOFTWARE: a rank's own error; not requeued
 LEFTOVER_SECONDS = 90   # for an earlier run's processes to be gone
 STOPPED_FOR_REQUEUE = 128 + signal.SIGUSR1   # a rank's code after SIGUSR1
@@ -129,7 +130,7 @@ def image_binds(args, trainer_args):
   if args.preflight and args.image:
     raise cli.UserError("--preflight runs outside the image: it does not "
                         "take --image yet" + container.NOT_STARTED)
-  return container.binds(args.image, args.bind, args.module != MWMS,
+  return container.binds(args.image, args.bind, args.module not in STRATEGY_TRAINERS,
                          output_flags.model_dir_of(trainer_args))
 
 
@@ -168,7 +169,7 @@ def launch(args, trainer_args, binds, env):
                             "PYTHONUNBUFFERED": "1"},
                   **leftovers.mark(run_id, restart))
   rendezvous = None
-  if args.module != MWMS:
+  if args.module not in STRATEGY_TRAINERS:
     from horovod.runner.http.http_server import RendezvousServer
     # Horovod: the rendezvous server every rank's Gloo meets at, on rank 0's
     # node, as horovodrun runs it (tf.distribute: SlurmClusterResolver).

@@ -56,8 +56,10 @@ class BatchValue(tf.keras.metrics.Metric):
   def __init__(self, fn, name):
     super().__init__(name=name)
     self._fn = fn
-    self._value = self.add_weight(name="value", shape=(),
-                                  initializer="zeros")
+    # Each worker's own under a strategy (a metric's default sums them).
+    self._value = self.add_weight(
+        name="value", shape=(), initializer="zeros",
+        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
   def update_state(self, labels, logits, sample_weight=None):
     del sample_weight

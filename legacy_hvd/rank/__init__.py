@@ -6,4 +6,5 @@ its cores and GPU, its place in the world.
   placement       CPU placement of a local rank: its cores, its thread pools
   devices         where a rank runs, as TensorFlow is told
   world           this process's ranks, and what depends on their number
+  cluster         tf.distribute's cluster: the workers' addresses, its start
 """

@@ -87,9 +87,8 @@ class Runtime:
 
   def exit_on_stop(self, stopped):
     """After the ranks agreed to stop and rank 0 saved: every rank exits now,
-    while the training input is still open. Closing a tf.data iterator
-    waits for its threads (4.5 s measured, more under load), and horovodrun
-    kills a rank still exiting 5 s after its signal."""
+    its input still open: closing a tf.data iterator waits for its threads
+    (4.5 s measured), and horovodrun kills a rank 5 s after its signal."""
     if stopped:
       self._end(None, None)
 
@@ -101,9 +100,8 @@ class Runtime:
     self._end(self._report.final_summary(), path_name)
 
   def _end(self, summary, path_name):
-    # The ranks meet once more before they exit: horovodrun (and the
-    # workers' launcher) ends every rank as soon as one exits non-zero,
-    # rank 0 too, maybe before its checkpoint is written.
+    # The ranks meet once more before they exit: the launchers end every
+    # rank once one exits non-zero, rank 0 maybe before it has saved.
     wait = (lambda: self._collectives.average(tf.constant(0.0),
                                               name="stopped")
             if self._ranks.size > 1 else None)

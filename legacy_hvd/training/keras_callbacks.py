@@ -1,7 +1,6 @@
 """Keras callbacks of the fit trainer, one per concern, in their one order
 (in_order). The step is the optimizer's `iterations` (the global step,
 checkpointed with it)."""
-import horovod.tensorflow as hvd
 import tensorflow.compat.v2 as tf
 
 
@@ -100,15 +99,19 @@ class BroadcastGlobalVariablesCallback(tf.keras.callbacks.Callback):
 
   def __init__(self, root_rank):
     super().__init__()
+    # Here, not at the top: train_mwms_keras, without Horovod, uses the rest.
+    import horovod.tensorflow as hvd  # pylint: disable=import-outside-toplevel
+    self._hvd = hvd
     self._root_rank = root_rank
     self._done = False
 
   def on_batch_end(self, batch, logs=None):
     if not self._done:
       # Horovod: rank 0's weights and optimizer state everywhere.
-      hvd.broadcast_variables(self.model.variables, self._root_rank)
+      self._hvd.broadcast_variables(self.model.variables, self._root_rank)
       # (`weights`: Horovod's `variables()` returns values on TF 1.15.)
-      hvd.broadcast_variables(self.model.optimizer.weights, self._root_rank)
+      self._hvd.broadcast_variables(self.model.optimizer.weights,
+                                    self._root_rank)
       self._done = True
 
 

@@ -41,6 +41,8 @@ JOB_TIMEOUT = 240   # seconds for one horovodrun job in a test
 # The trainer without Horovod: its workers started by the project's own
 # launcher (legacy_hvd.launch.workers), with horovodrun's -H.
 MWMS = "legacy_hvd.train_mwms"
+MWMS_FIT = "legacy_hvd.train_mwms_keras"   # model.fit on the same strategy
+STRATEGY_TRAINERS = (MWMS, MWMS_FIT)
 # horovodrun as the suite starts it (launcher.py).
 LAUNCHER = os.path.join(REPO, "tests", "helpers", "launcher.py")
 
@@ -60,7 +62,7 @@ def job_argv(np, module, args, launcher_args=None, python=None,
   program = [python or sys.executable, "-m", module, *args]
   if wrapper:
     program = ["sh", "-c", f'{wrapper}; exec "$@"', "rank", *program]
-  if launcher is None and module == MWMS:
+  if launcher is None and module in STRATEGY_TRAINERS:
     launcher = [python or sys.executable, "-m", "legacy_hvd.launch.workers",
                 *(launcher_args or ["-H", f"localhost:{np}"]), "--"]
   if launcher is None:

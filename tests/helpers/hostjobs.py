@@ -50,7 +50,7 @@ def launch(cluster, np, hosts_args, model_dir, args, log, env=None,
   """Starts the job on lh1 in the background; output to the open file `log`
   (train_mwms's workers: by legacy_hvd.launch.workers, over the host names,
   no interface to pick)."""
-  if module == helpers.MWMS:
+  if module in helpers.STRATEGY_TRAINERS:
     interface = None
   return helpers.start(np, module, [f"--model_dir={model_dir}", *args], log,
                        env=env, popen=cluster.hosts[0].popen,

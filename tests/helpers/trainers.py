@@ -1,7 +1,7 @@
 """The trainers the fault tests run alike, and what each one's checkpoints
 and results.json call things.
 
-    for trainer in TRAINERS:       # tf1, tf2, keras-fit[, estimator][, mwms]
+    for trainer in TRAINERS:       # tf1, tf2, keras-fit[, estimator][, mwms, mwms-fit]
       trainer.module               # "legacy_hvd.train_tf2"
       trainer.checkpoint           # the checkpoint prefix: "ckpt"
       trainer.weights              # two weight names inside its checkpoints
@@ -39,6 +39,8 @@ if compat.estimator() is not None:   # tf.estimator: TF <= 2.15
 if not compat.TF1:   # tf.distribute's MultiWorkerMirroredStrategy: TF 2
   TRAINERS.append(Trainer("legacy_hvd.train_mwms", "ckpt", TF2_WEIGHTS,
                           "mwms"))
+  TRAINERS.append(Trainer("legacy_hvd.train_mwms_keras", "ckpt", TF2_WEIGHTS,
+                          "mwms-fit"))
 
 
 def legacy_stack_runs_graph_jobs():
@@ -54,5 +56,6 @@ def legacy_stack_runs_graph_jobs():
   stack, the one they are written for.
   """
   return [pytest.param(trainer, id=str(trainer), marks=(
-      [pytest.mark.one_stack] if trainer.path in ("tf2", "keras-fit", "mwms")
+      [pytest.mark.one_stack] if trainer.path in ("tf2", "keras-fit", "mwms",
+                                                   "mwms-fit")
       else [])) for trainer in TRAINERS]

@@ -12,7 +12,8 @@ import time
 import pytest
 
 from legacy_hvd.common import checkpoint_state
-from tests.helpers import MWMS, assert_ok, error_lines, horovodrun
+from legacy_hvd.data import embedded
+from tests.helpers import MWMS, MWMS_FIT, assert_ok, error_lines, horovodrun
 from tests.helpers import rank_pid, read_results, start, wait_for
 from tests.helpers.shared_runs import SHARED_STEPS, copy_run, finished_run
 
@@ -26,6 +27,24 @@ def mwms_run(tmp_path_factory):
   """np=2 of train_mwms with the shared runs' flags (tf2_run's too)."""
   return finished_run(tmp_path_factory.mktemp("mwms-run"), MWMS,
                       ["--nocpu_affinity"])
+
+
+@pytest.fixture(scope="module")
+def mwms_fit_run(tmp_path_factory):
+  """np=2 of train_mwms_keras (model.fit) with the shared runs' flags."""
+  return finished_run(tmp_path_factory.mktemp("mwms-fit-run"), MWMS_FIT,
+                      ["--nocpu_affinity"])
+
+
+def test_mwms_fit_trains_and_writes_results_and_world(mwms_fit_run):
+  results = read_results(mwms_fit_run.model_dir)
+  assert results["path"] == "mwms-fit" and results["world_size"] == 2
+  assert results["weights_in_sync"] and results["test_accuracy"] > 0
+  with open(mwms_fit_run.model_dir / "world.json") as f:
+    assert json.load(f)["size"] == 2
+  assert checkpoint_state.latest_step(mwms_fit_run.model_dir) == SHARED_STEPS
+  assert "MWMS Keras fit" in mwms_fit_run.output
+  assert "Traceback" not in mwms_fit_run.output
 
 
 def step_losses(run):
@@ -76,8 +95,10 @@ def test_mwms_continues_a_model_directory(source, request, tmp_path):
   assert "Traceback" not in process.stderr
 
 
-def test_mwms_bad_flag_is_one_line_before_any_worker_trains(tmp_path):
-  process = horovodrun(2, MWMS, [f"--model_dir={tmp_path / 'model'}",
+@pytest.mark.parametrize("module", [MWMS, MWMS_FIT])
+def test_mwms_bad_flag_is_one_line_before_any_worker_trains(module,
+                                                            tmp_path):
+  process = horovodrun(2, module, [f"--model_dir={tmp_path / 'model'}",
                                  "--fp16_allreduce"])
   assert process.returncode == 2
   errors = error_lines(process)
@@ -86,21 +107,23 @@ def test_mwms_bad_flag_is_one_line_before_any_worker_trains(tmp_path):
   assert not (tmp_path / "model").exists()
 
 
-def launch(tmp_path, name, model_dir, data_dir, log):
-  return start(2, MWMS, [
+def launch(module, model_dir, data_dir, log):
+  return start(2, module, [
       f"--model_dir={model_dir}", f"--data_dir={data_dir}",
       "--max_steps=100000", "--save_checkpoints_steps=20",
       "--log_every_n_steps=10"], log)
 
 
-def test_mwms_killed_worker_is_named_in_one_line(mwms_run, tmp_path):
+@pytest.mark.parametrize("module", [MWMS, MWMS_FIT])
+def test_mwms_killed_worker_is_named_in_one_line(module, tmp_path):
   # MWMS learns of a dead peer from its coordination service's heartbeat
   # (10 s), not at once as Gloo does; the launcher gives the survivors
   # that long (workers.SURVIVORS_SECONDS) before it ends them.
   model_dir = tmp_path / "model"
   log_path = tmp_path / "killed.log"
   with open(log_path, "w") as log:
-    job = launch(tmp_path, "killed", model_dir, mwms_run.data_dir, log)
+    job = launch(module, model_dir,
+                 embedded.ensure_generated(str(tmp_path / "data")), log)
     try:
       wait_for(lambda: checkpoint_state.latest_step(model_dir) >= 20, 120,
                "a checkpoint at step 20")
@@ -112,7 +135,7 @@ def test_mwms_killed_worker_is_named_in_one_line(mwms_run, tmp_path):
       if job.poll() is None:
         job.kill()
   output = log_path.read_text()
-  print(f"killed worker: the launcher exited {seconds:.1f} s after the kill")
+  print(f"{module}: killed worker: the launcher exited {seconds:.1f} s after the kill")
   errors = error_lines(output)
   assert len(errors) == 1, output[-6000:]
   assert "lost rank 1 of 2 on host" in errors[0], errors[0]

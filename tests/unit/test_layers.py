@@ -21,7 +21,8 @@ from tests.helpers import REPO
 PACKAGE = os.path.join(REPO, "legacy_hvd")
 HOROVOD_ROOMS = ("collectives", "training")
 ENTRY_POINTS = ("train", "train_tf2", "train_keras", "train_estimator",
-                "train_mwms", "evaluate", "export", "predict",
+                "train_mwms", "train_mwms_keras", "evaluate", "export",
+                "predict",
                 "launch.preflight", "launch.slurm", "launch.slurm_task",
                 "launch.supervise", "launch.workers", "data.__main__")
 # Started by another entry point, never typed: no console script.
