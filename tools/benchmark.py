@@ -7,12 +7,16 @@
     python tools/benchmark.py --out DIR --cases eval   # periodic evaluation
     python tools/benchmark.py --out DIR --cases estimator   # the Estimator job
     python tools/benchmark.py --out DIR --cases mwms --data_dir D   # MWMS
+    python tools/benchmark.py --out DIR --cases past-horovod --data_dir D
+        # MWMS loop and fit, their floors, Horovod's TF2 loop and fit and
+        # the TF1 job, at np 1, 2 and 4
 
 Across test hosts over emulated links (100mbit, 1gbit), with the knobs and
 step time split into compute and allreduce: tools/hostbench.py.
 
 Every case launches the real trainer (legacy_hvd.train, train_tf2,
-train_keras or train_estimator) under horovodrun (the plain-TF case: with
+train_keras or train_estimator) under horovodrun (train_mwms and
+train_mwms_keras under legacy_hvd.launch.workers) (the plain-TF case: with
 python alone, --nohorovod) for warmup + steps global steps with its default
 settings, or one knob changed, and reads rank 0's step log: images/sec is
 counted over the steps after the warm-up only (no start-up, graph building,
@@ -99,8 +103,15 @@ CASES = {
     "mwms-np1": ("legacy_hvd.train_mwms", 1, [], WORKERS),
     "mwms-np2": ("legacy_hvd.train_mwms", 2, [], WORKERS),
     "mwms-np4": ("legacy_hvd.train_mwms", 4, [], WORKERS),
+    "tf2-np1-v1": ("legacy_hvd.train_tf2", 1, ["--optimizer_impl=v1"], GLOO),
+    # Keras fit on MWMS, beside Horovod's Keras fit (keras-np*).
+    "mwms-fit-np1": ("legacy_hvd.train_mwms_keras", 1, [], WORKERS),
+    "mwms-fit-np2": ("legacy_hvd.train_mwms_keras", 2, [], WORKERS),
+    "mwms-fit-np4": ("legacy_hvd.train_mwms_keras", 4, [], WORKERS),
     # Their limits: the same model in a bare tf.function loop on either
     # strategy (tools/bare_loop_tf2.py).
+    "floor-tf2-np1": (BARE_LOOP_TF2, 1, ["--strategy=horovod"], GLOO),
+    "floor-mwms-np1": (BARE_LOOP_TF2, 1, ["--strategy=mwms"], WORKERS),
     "floor-tf2-np2": (BARE_LOOP_TF2, 2, ["--strategy=horovod"], GLOO),
     "floor-tf2-np4": (BARE_LOOP_TF2, 4, ["--strategy=horovod"], GLOO),
     "floor-mwms-np2": (BARE_LOOP_TF2, 2, ["--strategy=mwms"], WORKERS),
@@ -158,13 +169,20 @@ RATIOS = {
                                               None),
     "estimator / tf1 at np4": ("estimator-np4", "tf1-np4", None),
     "mwms / tf1 at np1": ("mwms-np1", "tf1-np1", None),
+    "mwms / horovod tf2 loop at np1": ("mwms-np1", "tf2-np1-v1", None),
     "mwms / horovod tf2 loop at np2": ("mwms-np2", "tf2-np2", None),
     "mwms / horovod tf2 loop at np4": ("mwms-np4", "tf2-np4", None),
     "mwms np4 / np1 (aggregate)": ("mwms-np4", "mwms-np1", None),
+    "mwms / mwms floor at np1": ("mwms-np1", "floor-mwms-np1", None),
     "mwms / mwms floor at np2": ("mwms-np2", "floor-mwms-np2", None),
     "mwms / mwms floor at np4": ("mwms-np4", "floor-mwms-np4", None),
     "horovod tf2 loop / its floor at np2": ("tf2-np2", "floor-tf2-np2", None),
     "horovod tf2 loop / its floor at np4": ("tf2-np4", "floor-tf2-np4", None),
+    "mwms fit / horovod fit at np1": ("mwms-fit-np1", "keras-np1", None),
+    "mwms fit / horovod fit at np2": ("mwms-fit-np2", "keras-np2", None),
+    "mwms fit / horovod fit at np4": ("mwms-fit-np4", "keras-np4", None),
+    "mwms floor / horovod tf2 floor at np1": ("floor-mwms-np1",
+                                              "floor-tf2-np1", None),
     "mwms floor / horovod tf2 floor at np2": ("floor-mwms-np2",
                                               "floor-tf2-np2", None),
     "mwms floor / horovod tf2 floor at np4": ("floor-mwms-np4",
@@ -178,6 +196,13 @@ CASE_GROUPS = {"default": DEFAULT_CASES, "knobs": KNOB_CASES,
                "mwms": ["tf1-np1", "tf1-np2", "tf1-np4", "tf2-np2", "tf2-np4",
                         "mwms-np1", "mwms-np2", "mwms-np4", "floor-tf2-np2",
                         "floor-tf2-np4", "floor-mwms-np2", "floor-mwms-np4"],
+               # Every path past Horovod beside Horovod's and the TF1 job,
+               # at np 1, 2 and 4.
+               "past-horovod": [
+                   f"{path}-np{np}" for np in (1, 2, 4)
+                   for path in ("tf1", "keras", "mwms", "mwms-fit",
+                                "floor-mwms", "floor-tf2")]
+               + ["tf2-np1-v1", "tf2-np2", "tf2-np4"],
                "all": DEFAULT_CASES + KNOB_CASES}
 
 
@@ -192,7 +217,7 @@ def parse_args(argv):
   parser.add_argument("--cases", default="default",
                       help="comma-separated cases or groups (default, knobs: "
                       "the knobs' cases, all: both, keras, eval, "
-                      "estimator); cases: "
+                      "estimator, mwms, past-horovod); cases: "
                       + ", ".join(CASES))
   parser.add_argument("--data_dir", help="passed to the trainers")
   parser.add_argument("--trainer_flags", default="",

@@ -70,3 +70,7 @@ def test_benchmark_ratios_and_groups_name_its_cases():
   assert named <= set(benchmark.CASES), named - set(benchmark.CASES)
   assert {"floor-mwms-np2", "floor-tf2-np2"} <= set(
       benchmark.CASE_GROUPS["mwms"])
+  # Issue 44's figures: each path past Horovod and Horovod's at np 1, 2, 4.
+  assert {f"{path}-np{np}" for np in (1, 2, 4)
+          for path in ("mwms", "mwms-fit", "floor-mwms", "keras", "tf1")
+          } <= set(benchmark.CASE_GROUPS["past-horovod"])
