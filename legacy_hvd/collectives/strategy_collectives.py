@@ -35,9 +35,13 @@ class Collectives:
 
   def broadcast_variables(self, variables):
     """hvd.broadcast_variables' twin, one batched sum per dtype."""
-    # tf.distribute: rank 0's values plus the others' zeros, as above.
-    for dtype in {v.dtype for v in variables}:
-      these = [v for v in variables if v.dtype == dtype]
+    # tf.distribute: rank 0's values plus the others' zeros, as above; by
+    # dtype in the list's order (Keras 3's are strings, and a set of strings
+    # has another order in each process: the workers' sums would differ).
+    by_dtype = {}
+    for variable in variables:
+      by_dtype.setdefault(tf.as_dtype(variable.dtype), []).append(variable)
+    for these in by_dtype.values():
       values = self.sum([v if self._rank == 0 else tf.zeros_like(v)
                          for v in these])
       for variable, value in zip(these, values):
