@@ -7,6 +7,9 @@ import pytest
 
 from tools import preemption_compare as pc
 
+# The tool measures MultiWorkerMirroredStrategy's pre-emption: TF 2 only.
+pytestmark = pytest.mark.one_stack
+
 
 def test_arguments_name_the_bad_one(tmp_path, capsys):
   args = pc.parse_args(["--out", str(tmp_path / "new")])
