@@ -112,11 +112,9 @@ def horovod_step(hvd, data, ranks, args):
   return lambda first: train_step(*next(iterator), first)
 
 
-def mwms_step(strategy, data, args):
-  with strategy.scope():
-    params = {name: tf.Variable(cnn.initial_value(name, args.seed),
-                                name=name) for name in cnn.PARAM_SHAPES}
-    optimizer = optimizers.v1("adam", BASE_LR * strategy.num_replicas_in_sync)
+def mwms_replica_step(strategy, params, optimizer):
+  """One replica's step on MWMS: the loss scaled to the global batch,
+  apply_gradients summing the replicas' gradients."""
   trainable = list(params.values())
 
   def replica_step(images, labels):
@@ -125,6 +123,15 @@ def mwms_step(strategy, data, args):
       scaled = loss / strategy.num_replicas_in_sync
     optimizer.apply_gradients(zip(tape.gradient(scaled, trainable),
                                   trainable))
+  return replica_step
+
+
+def mwms_step(strategy, data, args):
+  with strategy.scope():
+    params = {name: tf.Variable(cnn.initial_value(name, args.seed),
+                                name=name) for name in cnn.PARAM_SHAPES}
+    optimizer = optimizers.v1("adam", BASE_LR * strategy.num_replicas_in_sync)
+  replica_step = mwms_replica_step(strategy, params, optimizer)
 
   @tf.function
   def train_step(images, labels):

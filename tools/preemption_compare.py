@@ -53,6 +53,7 @@ from legacy_hvd.rank import devices
 from legacy_hvd.rank import placement
 from legacy_hvd.rank.world import Ranks
 from legacy_hvd.training import job
+from tools import bare_loop_tf2
 
 NP = 2
 SIGNALLED_RANK = 1        # a worker other than the chief is pre-empted
@@ -141,14 +142,7 @@ def worker(args):
         **{resume.tf2_attribute(n): v for n, v in params.items()})
     handler = (tf.distribute.experimental.PreemptionCheckpointHandler(
         resolver, checkpoint, args.model_dir) if args.handler else None)
-  trainable = list(params.values())
-
-  def replica_step(images, labels):
-    with tf.GradientTape() as tape:
-      loss, _ = cnn.loss_and_accuracy(cnn.forward(images, params), labels)
-      scaled = loss / strategy.num_replicas_in_sync
-    optimizer.apply_gradients(zip(tape.gradient(scaled, trainable),
-                                  trainable))
+  replica_step = bare_loop_tf2.mwms_replica_step(strategy, params, optimizer)
 
   @tf.function
   def train_step(images, labels):
