@@ -99,16 +99,18 @@ def test_aborted_rank_prints_no_python_stacks(tmp_path, isolated_cache):
       output[-3000:])
 
 
-# A run stopped by SIGTERM, then resumed: what its output said and where.
+# A run stopped by SIGTERM, then resumed: what its output said and where,
+# and the results.json of the same run uninterrupted.
 Stopped = collections.namedtuple(
-    "Stopped", "model_dir data_dir output step left_in_tmp")
+    "Stopped", "model_dir data_dir output step left_in_tmp uninterrupted")
 
 
 @pytest.fixture(scope="module")
 def stopped_runs(tmp_path_factory):
   """trainer -> its Stopped run: started, SIGTERM once past step 20,
-  resumed for 10 more steps; each trainer's runs once, read by the SIGTERM
-  test and the damaged-checkpoint test."""
+  resumed for 10 more steps, and run again to that step uninterrupted;
+  each trainer's runs once, read by the SIGTERM test and the
+  damaged-checkpoint test."""
   runs = {}
 
   def get(trainer):
@@ -125,11 +127,13 @@ def stop_and_resume(trainer, root):
   log_path = root / "job.log"
   tmp = root / "tmp"   # the ranks' TMPDIR (the Estimator's scratch)
   tmp.mkdir()
+  # --deterministic: the resumed run's weights are compared bit for bit.
+  args = [f"--data_dir={data_dir}", "--deterministic"]
   with open(log_path, "w") as log:
     job = start(2, trainer.module, [
-        f"--model_dir={model_dir}", "--log_every_n_steps=10",
-        f"--data_dir={data_dir}", "--max_steps=5000",
-        "--save_checkpoints_steps=100000"], log, env={"TMPDIR": str(tmp)})
+        f"--model_dir={model_dir}", "--log_every_n_steps=10", *args,
+        "--max_steps=5000", "--save_checkpoints_steps=100000"], log,
+        env={"TMPDIR": str(tmp)})
     wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=PROMPT_EXIT_SECONDS)
@@ -144,10 +148,14 @@ def stop_and_resume(trainer, root):
   saved = checkpoint_step(model_dir)
   assert not (model_dir / "results.json").exists()
   resumed = horovodrun(2, trainer.module, [
-      f"--model_dir={model_dir}", f"--data_dir={data_dir}",
-      f"--max_steps={step + 10}"])
+      f"--model_dir={model_dir}", *args, f"--max_steps={step + 10}"])
   assert_ok(resumed)
-  return Stopped(model_dir, data_dir, output, step, left_in_tmp), saved
+  uninterrupted = horovodrun(2, trainer.module, [
+      f"--model_dir={root / 'uninterrupted'}", *args,
+      f"--max_steps={step + 10}"])
+  assert_ok(uninterrupted)
+  return Stopped(model_dir, data_dir, output, step, left_in_tmp,
+                 read_results(root / "uninterrupted")), saved
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=str)
@@ -167,6 +175,8 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step(trainer,
   assert run.left_in_tmp == []
   results = read_results(run.model_dir)
   assert results["start_step"] == run.step and results["weights_in_sync"]
+  # Stopped and resumed is the run never stopped, bit for bit.
+  assert results["weight_digests"] == run.uninterrupted["weight_digests"]
 
 
 @pytest.mark.parametrize("trainer", legacy_stack_runs_graph_jobs())

@@ -1,7 +1,7 @@
 """legacy_hvd.train_mwms, the TF2 loop on tf.distribute's
 MultiWorkerMirroredStrategy, its workers started by legacy_hvd.launch.workers:
-the Horovod loop's numbers step for step, its model directories continued,
-a killed worker in one line. The faults every trainer meets (SIGTERM, NaN,
+the Horovod loop's numbers step for step (with either optimizer), its
+model directories continued, a killed worker in one line. The faults every trainer meets (SIGTERM, NaN,
 damaged checkpoints, failed writes) are tests/jobs/test_faults.py's and
 test_write_faults.py's, this trainer among them (helpers.trainers)."""
 import json
@@ -72,6 +72,27 @@ def test_mwms_is_the_horovod_loop_step_for_step(mwms_run, tf2_run):
   assert checkpoint_state.latest_step(mwms_run.model_dir) == SHARED_STEPS
   assert "Traceback" not in mwms_run.output
   assert "heartbeat" not in mwms_run.output.lower()
+
+
+def test_mwms_keras_optimizer_is_the_horovod_loops(tmp_path):
+  # --optimizer_impl=keras: the Keras optimizer applies the strategy's sums
+  # (keras_compat.apply_summed_gradients), as the Horovod loop's applies
+  # Horovod's averages: at np=2 the same weights bit for bit. Where there
+  # is no Horovod, the MWMS run alone (the Keras 3 optimizer).
+  data_dir = embedded.ensure_generated(str(tmp_path / "data"))
+  results = {}
+  for module in (MWMS, "legacy_hvd.train_tf2"):
+    model_dir = tmp_path / module
+    process = horovodrun(2, module, [
+        f"--model_dir={model_dir}", f"--data_dir={data_dir}",
+        "--optimizer_impl=keras", "--max_steps=20", "--nocpu_affinity"])
+    assert_ok(process)
+    assert "(keras optimizer)" in process.stderr
+    assert "Traceback" not in process.stderr
+    results[module] = read_results(model_dir)
+    assert results[module]["weights_in_sync"]
+  assert results[MWMS]["weight_digests"] == results[
+      "legacy_hvd.train_tf2"]["weight_digests"]
 
 
 @pytest.mark.parametrize("source", ["mwms_run", "tf2_run", "tf1_run"])
