@@ -1,9 +1,10 @@
 """legacy_hvd.train_mwms, the TF2 loop on tf.distribute's
 MultiWorkerMirroredStrategy, its workers started by legacy_hvd.launch.workers:
 the Horovod loop's numbers step for step (with either optimizer), its
-model directories continued, a killed worker in one line. The faults every trainer meets (SIGTERM, NaN,
-damaged checkpoints, failed writes) are tests/jobs/test_faults.py's and
-test_write_faults.py's, this trainer among them (helpers.trainers)."""
+model directories continued, a killed worker in one line. The faults every
+trainer meets (SIGTERM, NaN, damaged checkpoints, failed writes) are
+tests/jobs/test_faults.py's and test_write_faults.py's, this trainer among
+them (helpers.trainers)."""
 import json
 import os
 import signal
