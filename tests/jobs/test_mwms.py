@@ -1,10 +1,10 @@
 """legacy_hvd.train_mwms, the TF2 loop on tf.distribute's
 MultiWorkerMirroredStrategy, its workers started by legacy_hvd.launch.workers:
 the Horovod loop's numbers step for step (with either optimizer), its
-model directories continued, a killed worker in one line. The faults every
-trainer meets (SIGTERM, NaN, damaged checkpoints, failed writes) are
-tests/jobs/test_faults.py's and test_write_faults.py's, this trainer among
-them (helpers.trainers)."""
+model directories continued, a killed or frozen worker in one line. The
+faults every trainer meets (SIGTERM, NaN, damaged checkpoints, failed
+writes) are tests/jobs/test_faults.py's and test_write_faults.py's, this
+trainer among them (helpers.trainers)."""
 import json
 import os
 import signal
@@ -136,31 +136,36 @@ def launch(module, model_dir, data_dir, log):
       "--log_every_n_steps=10"], log)
 
 
+@pytest.mark.parametrize("fault", ["killed", "frozen"])
 @pytest.mark.parametrize("module", [MWMS, MWMS_FIT])
-def test_mwms_killed_worker_is_named_in_one_line(module, tmp_path):
-  # MWMS learns of a dead peer from its coordination service's heartbeat
-  # (10 s), not at once as Gloo does; the launcher gives the survivors
-  # that long (workers.SURVIVORS_SECONDS) before it ends them.
+def test_mwms_lost_worker_is_named_in_one_line(module, fault, tmp_path):
+  # MWMS learns of a dead or frozen peer from its coordination service's
+  # heartbeat (10 s), not at once as Gloo does; the launcher gives the
+  # survivors that long (workers.SURVIVORS_SECONDS) before it ends them.
   model_dir = tmp_path / "model"
-  log_path = tmp_path / "killed.log"
+  log_path = tmp_path / f"{fault}.log"
   with open(log_path, "w") as log:
     job = launch(module, model_dir,
                  embedded.ensure_generated(str(tmp_path / "data")), log)
     try:
       wait_for(lambda: checkpoint_state.latest_step(model_dir) >= 20, 120,
                "a checkpoint at step 20")
-      os.kill(rank_pid(model_dir, 1), signal.SIGKILL)
-      killed = time.monotonic()
+      os.kill(rank_pid(model_dir, 1),
+              signal.SIGKILL if fault == "killed" else signal.SIGSTOP)
+      lost = time.monotonic()
       job.wait(timeout=60)
-      seconds = time.monotonic() - killed
+      seconds = time.monotonic() - lost
     finally:
       if job.poll() is None:
         job.kill()
   output = log_path.read_text()
-  print(f"{module}: killed worker: the launcher exited {seconds:.1f} s after the kill")
+  print(f"{module}: {fault} worker: the launcher exited {seconds:.1f} s "
+        "after the fault")
   errors = error_lines(output)
   assert len(errors) == 1, output[-6000:]
   assert "lost rank 1 of 2 on host" in errors[0], errors[0]
-  assert "(process ended)" in errors[0]
+  assert ("(process ended)" if fault == "killed"
+          else "(not answering: stopped or stuck)") in errors[0]
   assert "<stderr>:Traceback" not in output
   assert rank_pid(model_dir, 0) is None
+  assert rank_pid(model_dir, 1) is None
