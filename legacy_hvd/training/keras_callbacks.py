@@ -4,16 +4,12 @@ checkpointed with it), read once and counted (StepCallback)."""
 import tensorflow.compat.v2 as tf
 
 
-def _step(keras_model):
-  return int(keras_model.optimizer.iterations.numpy())
-
-
 class StepCallback(tf.keras.callbacks.Callback):
   """`current`: the step, read at the start and counted after each batch (a
   read of a strategy's mirrored variable costs up to 6 % of a step)."""
 
   def on_train_begin(self, logs=None):
-    self.current = _step(self.model)
+    self.current = int(self.model.optimizer.iterations.numpy())
 
   def on_train_batch_end(self, batch, logs=None):
     self.current += 1
