@@ -10,12 +10,22 @@
 # cross-stack tests). HOROVOD_CONTROLLER=mpi builds Horovod with MPI as well
 # as Gloo (installing Open MPI when run as root). Each combination gets its
 # own venv (.venv-tf2.18.1, .venv-tf1.15.5, .venv-tf2.15.1-mpi) and its own
-# Horovod wheel.
+# Horovod wheel. HOROVOD_GPU_OPERATIONS=NCCL is the GPU flavour
+# (.venv-tf2.15.1-nccl; docs/gpu.md): TensorFlow's GPU wheel with its CUDA
+# wheels, Horovod built with NCCL against the CUDA toolkit at CUDA_HOME.
 
 PYTHON ?= python3
 TF_VERSION ?= 2.15.1
 HOROVOD_VERSION ?= 0.28.1
 HOROVOD_CONTROLLER ?= gloo
+# Empty: the CPU stacks. NCCL: the GPU flavour, Horovod's own variable and value.
+HOROVOD_GPU_OPERATIONS ?=
+# The CUDA toolkit whose nvcc compiles Horovod's few CUDA kernels (GPU
+# flavour): the user's CUDA_HOME, else the toolkit of the nvcc on PATH (a
+# cluster's `module load cuda`; nvcc says where its toolkit is, as a wrapper
+# script on PATH would not), else CUDA's default place.
+CUDA_HOME ?= $(or $(realpath $(shell nvcc --dryrun -c -x cu /dev/null -o /dev/null 2>&1 | \
+	sed -n 's/^#\$$ TOP=//p')),/usr/local/cuda)
 NP ?= 4
 ARGS ?=
 TESTS ?= tests
@@ -36,12 +46,44 @@ HOROVOD_BUILD_ENV := HOROVOD_WITH_TENSORFLOW=1 HOROVOD_WITH_GLOO=1 \
 else
 $(error HOROVOD_CONTROLLER=$(HOROVOD_CONTROLLER): expected gloo or mpi)
 endif
+# The GPU flavour: NCCL for GPU tensors beside the controller's CPU
+# collectives. NCCL comes from the nvidia-nccl-cu12 wheel TensorFlow's
+# and-cuda extra installs (its libnccl.so.2, found through the venv by
+# tools/horovod_gpu.cmake's run path); cudart is linked statically by nvcc's
+# toolkit, so the library loads on a host without a GPU driver.
+# The GPUs Horovod's kernels are compiled for: Turing to Hopper, what CUDA 13's
+# nvcc still targets (it dropped Maxwell, Pascal and Volta).
+CUDA_ARCHS ?= 75,80,86,89,90
+ifeq ($(HOROVOD_GPU_OPERATIONS),NCCL)
+FLAVOUR := $(FLAVOUR)-nccl
+# The wheel depends on NCCL's version (TensorFlow's pin, in the stack's
+# constraints) and on the toolkit's CUDA (static cudart): both are in its
+# cache key.
+TF_CUDA = $(call pin,nvidia-cuda-runtime-cu12)
+NCCL_VERSION = $(call pin,nvidia-nccl-cu12)
+TOOLKIT_CUDA := $(shell $(CUDA_HOME)/bin/nvcc --version 2>/dev/null | \
+	sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+WHEEL_KEY = $(FLAVOUR)$(NCCL_VERSION)-cuda$(TOOLKIT_CUDA)
+NCCL_HOME = $(abspath $(VENV))/nccl-build
+GPU_BUILD_ENV = HOROVOD_GPU_OPERATIONS=NCCL HOROVOD_CUDA_HOME=$(CUDA_HOME) \
+	HOROVOD_NCCL_HOME=$(NCCL_HOME) HOROVOD_NCCL_LINK=SHARED \
+	HOROVOD_BUILD_CUDA_CC_LIST=$(CUDA_ARCHS)
+HOROVOD_TOOLCHAIN := tools/horovod_gpu.cmake
+GPU_FLAG = --gpu --cuda-home $(CUDA_HOME) --tf-cuda=$(TF_CUDA)
+else ifneq ($(HOROVOD_GPU_OPERATIONS),)
+$(error HOROVOD_GPU_OPERATIONS=$(HOROVOD_GPU_OPERATIONS): expected NCCL (the GPU flavour) or nothing (CPU))
+else
+HOROVOD_TOOLCHAIN := tools/horovod_release.cmake
+WHEEL_KEY = $(FLAVOUR)
+endif
 
 # Each stack's pins live in one file, constraints/tf-$(TF_VERSION).txt, that
 # every pip install below is constrained by. TF 1.15, the legacy clusters'
 # own stack, ships wheels for Python 3.5-3.7 only, as `tensorflow` (CPU and
-# GPU in one); the TF 2 stacks use `tensorflow-cpu`.
+# GPU in one); the TF 2 stacks use `tensorflow-cpu`, the GPU flavour
+# `tensorflow[and-cuda]` (the same version, its CUDA 12 wheels pinned by it).
 CONSTRAINTS := constraints/tf-$(TF_VERSION).txt
+pin = $(shell sed -n 's/^$(1)==//p' $(CONSTRAINTS))
 ifeq ($(wildcard $(CONSTRAINTS)),)
 $(error TF_VERSION=$(TF_VERSION): no $(CONSTRAINTS); expected one of: $(patsubst constraints/tf-%.txt,%,$(wildcard constraints/tf-*.txt)))
 endif
@@ -58,7 +100,7 @@ CROSS_STACK := $(abspath .venv)
 else
 # TensorBoard: tf.summary (the eval run, progress) needs it, and TF >= 2.20
 # no longer requires it (before, TensorFlow's own dependency, so no change).
-TF_REQUIREMENTS := tensorflow-cpu tensorboard
+TF_REQUIREMENTS := $(if $(GPU_FLAG),"tensorflow[and-cuda]==$(TF_VERSION)",tensorflow-cpu) tensorboard
 endif
 # TF >= 2.16 puts Keras 3 behind tf.keras, which Horovod 0.28.1's Keras
 # integration predates: the fit variant (legacy_hvd.train_keras) runs on
@@ -86,7 +128,7 @@ endif
 PY_TAG := $(if $(PYTHON),$(shell $(PYTHON) -c 'import sys; print("py%d%d" % sys.version_info[:2])' 2>/dev/null))
 # The Horovod wheel is compiled against one TensorFlow's C++ ABI: the cache key
 # holds every version the binary depends on, so another TF never reuses it.
-WHEEL_CACHE ?= $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-$(PY_TAG)$(FLAVOUR)
+WHEEL_CACHE ?= $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-$(PY_TAG)$(WHEEL_KEY)
 # Horovod's build runs make with -j8 only when MAKEFLAGS is empty; under
 # `make TF_VERSION=...` it holds that variable, and the build would run on
 # one core: it gets its jobs explicitly. It compiles without debug
@@ -104,7 +146,7 @@ install: $(STAMP)
 $(STAMP): setup.py Makefile tools/check_env.py $(CONSTRAINTS)
 	@test -n "$(PYTHON)" || { echo "make: $(NO_PYTHON)" >&2; exit 1; }
 	@$(PYTHON) tools/check_env.py --prerequisites --controller $(HOROVOD_CONTROLLER) \
-		--tf-version $(TF_VERSION) $(NO_HOROVOD_FLAG)
+		--tf-version $(TF_VERSION) $(NO_HOROVOD_FLAG) $(GPU_FLAG)
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade -c $(CONSTRAINTS) pip setuptools wheel
 	$(VPY) -m pip install --quiet -c $(CONSTRAINTS) $(TF_REQUIREMENTS) absl-py cmake \
@@ -114,10 +156,11 @@ ifdef WITH_HOROVOD
 	@if ls $(WHEEL_CACHE)/horovod-$(HOROVOD_VERSION)-*.whl >/dev/null 2>&1; then \
 		echo "Using cached Horovod wheel from $(WHEEL_CACHE)"; \
 	else \
-		echo "Building horovod==$(HOROVOD_VERSION) against tensorflow-cpu==$(TF_VERSION) (a few minutes)"; \
+		echo "Building horovod==$(HOROVOD_VERSION) against tensorflow==$(TF_VERSION) (a few minutes)"; \
+		$(if $(GPU_FLAG),$(VPY) tools/check_env.py --nccl-build-dir $(NCCL_HOME) &&) \
 		mkdir -p $(WHEEL_CACHE).partial && \
-		PATH=$(VBIN):$$PATH $(HOROVOD_BUILD_ENV) MAKEFLAGS=-j$(BUILD_JOBS) \
-			CMAKE_TOOLCHAIN_FILE=$(abspath tools/horovod_release.cmake) \
+		PATH=$(VBIN):$$PATH $(HOROVOD_BUILD_ENV) $(GPU_BUILD_ENV) MAKEFLAGS=-j$(BUILD_JOBS) \
+			CMAKE_TOOLCHAIN_FILE=$(abspath $(HOROVOD_TOOLCHAIN)) \
 			$(VPY) -m pip wheel --no-deps \
 			--no-build-isolation --no-cache-dir -w $(WHEEL_CACHE).partial \
 			"horovod==$(HOROVOD_VERSION)" && \
@@ -128,11 +171,11 @@ else
 	@echo "No Horovod on TensorFlow $(TF_VERSION): Horovod $(HOROVOD_VERSION) does not build against TF >= 2.20"
 endif
 	$(VPY) -m pip install --quiet --no-deps -e .
-	$(VPY) tools/check_env.py --stack --controller $(HOROVOD_CONTROLLER) $(NO_HOROVOD_FLAG)
+	$(VPY) tools/check_env.py --stack --controller $(HOROVOD_CONTROLLER) $(NO_HOROVOD_FLAG) $(GPU_FLAG)
 	@touch $(STAMP)
 
 check: $(STAMP)
-	$(VPY) tools/check_env.py --stack --controller $(HOROVOD_CONTROLLER) $(NO_HOROVOD_FLAG)
+	$(VPY) tools/check_env.py --stack --controller $(HOROVOD_CONTROLLER) $(NO_HOROVOD_FLAG) $(GPU_FLAG)
 
 train: $(STAMP)
 ifndef WITH_HOROVOD

@@ -1,0 +1,94 @@
+"""The GPU flavour's bad input stops before anything is built or written.
+
+`make install HOROVOD_GPU_OPERATIONS=NCCL` (docs/gpu.md) checks, before
+the venv: a GPU value it knows, a stack with a GPU build and Horovod, and a
+CUDA toolkit whose nvcc can serve TensorFlow's CUDA. Each refusal is one
+line of ours and no venv. These run make and tools/check_env.py as a user
+would, with the machine's own CUDA toolkit where one is needed; the GPU
+build itself is `make install HOROVOD_GPU_OPERATIONS=NCCL` (not in CI: its
+figures are in docs/gpu.md).
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.one_stack
+
+# The machine's CUDA toolkit, found as the Makefile finds it.
+NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+needs_toolkit = pytest.mark.skipif(
+    not os.access(NVCC, os.X_OK), reason="no CUDA toolkit (nvcc) here")
+
+
+def make_install(tmp_path, *variables):
+  venv = tmp_path / "venv"
+  process = subprocess.run(
+      ["make", "-C", REPO, "--no-print-directory", "install", f"VENV={venv}",
+       *variables], capture_output=True, text=True, timeout=120)
+  assert not venv.exists(), "the refused set-up left a venv behind"
+  return process
+
+
+def check_env(*args):
+  return subprocess.run(
+      [sys.executable, os.path.join(REPO, "tools", "check_env.py"),
+       "--prerequisites", "--gpu", *args],
+      capture_output=True, text=True, timeout=120)
+
+
+def the_line(process, source):
+  """The one line of ours a refusal printed (make adds its own after it)."""
+  assert process.returncode != 0
+  assert "Traceback" not in process.stderr
+  ours = [line for line in process.stderr.splitlines()
+          if line.startswith(source)]
+  assert len(ours) == 1, process.stderr
+  return ours[0]
+
+
+def test_an_unknown_gpu_value_is_one_line(tmp_path):
+  line = the_line(make_install(tmp_path, "HOROVOD_GPU_OPERATIONS=CUDA"),
+                  "Makefile")
+  assert "HOROVOD_GPU_OPERATIONS=CUDA: expected NCCL" in line
+
+
+@pytest.mark.parametrize("tf_version, expected", [
+    ("1.15.5", "no GPU build for TensorFlow 1.15.5: it needs CUDA 10.0"),
+    ("2.21.0", "no Horovod on TensorFlow 2.21.0"),
+])
+def test_a_stack_without_a_gpu_build_is_one_line(tmp_path, tf_version,
+                                                  expected):
+  line = the_line(make_install(tmp_path, "HOROVOD_GPU_OPERATIONS=NCCL",
+                               f"TF_VERSION={tf_version}"), "check_env:")
+  assert expected in line and "expected" in line
+
+
+def test_no_cuda_toolkit_is_one_line(tmp_path):
+  line = the_line(make_install(tmp_path, "HOROVOD_GPU_OPERATIONS=NCCL",
+                               f"CUDA_HOME={tmp_path / 'cuda'}"), "check_env:")
+  assert f"no CUDA compiler at {tmp_path / 'cuda' / 'bin' / 'nvcc'}" in line
+  assert "expected CUDA_HOME to be a CUDA 12 toolkit" in line
+
+
+@needs_toolkit
+def test_a_toolkit_older_than_tensorflows_cuda_is_one_line():
+  # The machine's toolkit against a TensorFlow CUDA newer than any: the
+  # verdict a CUDA 11 toolkit gets against TF 2.15's CUDA 12.2.
+  home = os.path.dirname(os.path.dirname(os.path.realpath(NVCC)))
+  line = the_line(check_env("--cuda-home", home, "--tf-cuda", "99.0"),
+                  "check_env:")
+  assert "older than TensorFlow 2.15.1's CUDA 99.0" in line
+
+
+@needs_toolkit
+def test_a_newer_toolkit_warns_of_the_driver_and_goes_on():
+  home = os.path.dirname(os.path.dirname(os.path.realpath(NVCC)))
+  process = check_env("--cuda-home", home, "--tf-cuda", "1.0")
+  assert process.returncode == 0, process.stderr
+  assert "TensorFlow 2.15.1's wheels CUDA 1.0: Horovod's kernels will need " \
+         "a driver for CUDA" in process.stdout
