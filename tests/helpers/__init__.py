@@ -25,6 +25,7 @@ tests/conftest.py; no test imports from it or from another test module):
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -104,6 +105,23 @@ def error_lines(output):
   if isinstance(output, subprocess.CompletedProcess):
     output = output.stdout + output.stderr
   return [line for line in output.splitlines() if ": error: " in line]
+
+
+# What TensorFlow prints at its import whatever the job does, not the job's
+# lines: TF >= 2.20 whatever TF_CPP_MIN_LOG_LEVEL says (absl's
+# pre-InitializeLog warning, the oneDNN notice); TF 2.15's GPU wheel (the GPU
+# stack, docs/gpu.md) its plugins' double registration and TensorRT's absence.
+TENSORFLOW_IMPORT_LINE = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog|I0000 "
+    r"|[\d-]+ [\d:.]+: [EW] \S+\] (Unable to register cu(DNN|FFT|BLAS) "
+    r"factory: |TF-TRT Warning: Could not find TensorRT))")
+
+
+def own_lines(stderr):
+  """The lines of a process's `stderr` that are not TensorFlow's import
+  notices: what the job itself wrote."""
+  return [line for line in stderr.strip().splitlines()
+          if not TENSORFLOW_IMPORT_LINE.match(line)]
 
 
 def run_module(module, args, timeout=JOB_TIMEOUT, env=None):

@@ -3,13 +3,13 @@ import functools
 import hashlib
 import http.server
 import os
-import re
 import threading
 
 import pytest
 
 from legacy_hvd.data import cifar10
 from tests.helpers import cifar10_layouts
+from tests.helpers import own_lines
 from tests.helpers import run_module
 
 
@@ -56,24 +56,12 @@ def test_download_verifies_and_extracts(tmp_path, official_archive):
   assert sorted(os.listdir(dest)) == [cifar10.PY_DIR, "cifar-10-python.tar.gz"]
 
 
-# What TensorFlow >= 2.20 prints at its import whatever TF_CPP_MIN_LOG_LEVEL
-# says (absl's pre-InitializeLog warning, the oneDNN notice): not ours.
-TENSORFLOW_IMPORT_LINE = re.compile(
-    r"^(WARNING: All log messages before absl::InitializeLog|I0000 )")
-
-
-def ours(stderr):
-  """The lines of `stderr` that are not TensorFlow's import notices."""
-  return [line for line in stderr.strip().splitlines()
-          if not TENSORFLOW_IMPORT_LINE.match(line)]
-
-
 def test_wrong_checksum_leaves_nothing(tmp_path, official_archive):
   url, _, _ = official_archive
   dest = tmp_path / "dest"
   process = download(dest, url, "sha256:" + "0" * 64)
   assert process.returncode == 1
-  lines = ours(process.stderr)
+  lines = own_lines(process.stderr)
   assert len(lines) == 1 and "sha256 is" in lines[0] and "expected 000" in lines[0]
   assert os.listdir(dest) == []
 
@@ -82,5 +70,5 @@ def test_unreachable_url_is_one_line(tmp_path, served):
   _, base = served
   process = download(tmp_path / "dest", f"{base}/missing.tar.gz", "md5:00")
   assert process.returncode == 1
-  lines = ours(process.stderr)
+  lines = own_lines(process.stderr)
   assert len(lines) == 1 and "download failed" in lines[0] and "404" in lines[0]

@@ -3,7 +3,7 @@ process and from every rank of a horovodrun job (the validators
 themselves: tests/unit/test_flags.py)."""
 import pytest
 
-from tests.helpers import error_lines, horovodrun, run_module
+from tests.helpers import error_lines, horovodrun, own_lines, run_module
 
 
 def test_cli_reports_bad_flag_in_one_line_without_training(tmp_path):
@@ -11,7 +11,7 @@ def test_cli_reports_bad_flag_in_one_line_without_training(tmp_path):
                        ["--batch_size=0", f"--model_dir={tmp_path / 'm'}"],
                        timeout=60)
   assert process.returncode == 2
-  lines = process.stderr.strip().splitlines()
+  lines = own_lines(process.stderr)
   assert len(lines) == 1 and "--batch_size" in lines[0], process.stderr
   assert not (tmp_path / "m").exists()
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from legacy_hvd.rank import placement
-from tests.helpers import (REPO, assert_ok, rank_pid, read_results,
+from tests.helpers import (REPO, assert_ok, own_lines, rank_pid, read_results,
                            run_module, start, wait_for)
 from tests.helpers.shared_runs import SHARED_STEPS
 
@@ -127,7 +127,7 @@ def test_nohorovod_misuse_is_one_line(tmp_path, module, args, env, named):
   process = run_module(module, [*args, f"--model_dir={tmp_path / 'm'}"],
                        env=env, timeout=60)
   assert process.returncode != 0
-  lines = process.stderr.strip().splitlines()
+  lines = own_lines(process.stderr)
   assert len(lines) == 1 and named in lines[0], process.stderr
   assert not (tmp_path / "m").exists()
 
