@@ -31,6 +31,7 @@ setup(
             "legacy-hvd-export=legacy_hvd.export:run",
             "legacy-hvd-predict=legacy_hvd.predict:run",
             "legacy-hvd-preflight=legacy_hvd.launch.preflight:run",
+            "legacy-hvd-gpu-check=legacy_hvd.launch.gpu_check:run",
             "legacy-hvd-slurm=legacy_hvd.launch.slurm:run",
             "legacy-hvd-supervise=legacy_hvd.launch.supervise:run",
             "legacy-hvd-launch-workers=legacy_hvd.launch.workers:run",

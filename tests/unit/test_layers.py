@@ -23,7 +23,7 @@ HOROVOD_ROOMS = ("collectives", "training")
 ENTRY_POINTS = ("train", "train_tf2", "train_keras", "train_estimator",
                 "train_mwms", "train_mwms_keras", "evaluate", "export",
                 "predict",
-                "launch.preflight", "launch.slurm", "launch.slurm_task",
+                "launch.preflight", "launch.gpu_check", "launch.slurm", "launch.slurm_task",
                 "launch.supervise", "launch.workers", "data.__main__")
 # Started by another entry point, never typed: no console script.
 INTERNAL = ("launch.slurm_task",)
@@ -241,6 +241,7 @@ def test_every_entry_point_has_a_console_script_that_exists():
   assert {script: module for script, module in scripts.items()
           if "." in module} == {
               "legacy-hvd-preflight": "launch.preflight",
+              "legacy-hvd-gpu-check": "launch.gpu_check",
               "legacy-hvd-slurm": "launch.slurm",
               "legacy-hvd-supervise": "launch.supervise",
               "legacy-hvd-launch-workers": "launch.workers",
