@@ -109,12 +109,15 @@ def error_lines(output):
 
 # What TensorFlow prints at its import whatever the job does, not the job's
 # lines: TF >= 2.20 whatever TF_CPP_MIN_LOG_LEVEL says (absl's
-# pre-InitializeLog warning, the oneDNN notice); TF 2.15's GPU wheel (the GPU
-# stack, docs/gpu.md) its plugins' double registration and TensorRT's absence.
+# pre-InitializeLog warning, the oneDNN notice); the GPU wheels (the GPU
+# stack, docs/gpu.md), in TF's log format or absl's, their plugins' double
+# registration, TensorRT's absence and, on a host without a driver, cuInit's
+# failure.
 TENSORFLOW_IMPORT_LINE = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog|I0000 "
-    r"|[\d-]+ [\d:.]+: [EW] \S+\] (Unable to register cu(DNN|FFT|BLAS) "
-    r"factory: |TF-TRT Warning: Could not find TensorRT))")
+    r"|([\d-]+ [\d:.]+: [EW]|[EW]\d{4} [\d:.]+ +\d+) \S+\] "
+    r"(Unable to register cu(DNN|FFT|BLAS) factory: |TF-TRT Warning: Could "
+    r"not find TensorRT|failed call to cuInit: ))")
 
 
 def own_lines(stderr):
