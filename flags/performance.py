@@ -1,4 +1,4 @@
-"""Flags for Horovod and CPU performance."""
+"""Flags for Horovod, GPU and CPU performance."""
 from absl import flags
 
 
@@ -14,6 +14,10 @@ def define_performance(flag_values=flags.FLAGS):
       "cpu_affinity", True, "Pin each local rank to its own share of the "
       "cores (the CPU counterpart of one GPU per rank). Turn off when the "
       "launcher binds ranks itself (mpirun --bind-to).", **fv)
+  flags.DEFINE_boolean(
+      "require_gpu", False, "Stop in one line when a rank sees no GPU "
+      "(without it, a host without GPUs trains on the CPU). Any GPU host "
+      "stops with fewer GPUs than ranks.", **fv)
   flags.DEFINE_integer(
       "intra_op_threads", 0, "TensorFlow threads per op in each process; 0: "
       "one per core of the rank's share of the cores.", **fv)

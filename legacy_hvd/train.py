@@ -116,7 +116,9 @@ def main(argv):
   hvd.init()
   ranks = Ranks.of(hvd)
   # Horovod: pin each process to one GPU: the one numbered by its local
-  # rank. Every session of the process takes this one ConfigProto.
+  # rank (one line if its host has fewer GPUs than ranks, or none under
+  # --require_gpu). Every session of the process takes this one ConfigProto.
+  devices.local_gpu(config, ranks)
   session_config = tf.ConfigProto()
   session_config.gpu_options.allow_growth = True
   session_config.gpu_options.visible_device_list = str(hvd.local_rank())

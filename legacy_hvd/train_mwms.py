@@ -59,9 +59,10 @@ def main(argv):
   ranks = Ranks.of_workers(workers, resolver.task_id or 0)
   # tf.distribute: MWMS takes every GPU a worker sees: one each, the one
   # numbered by its place on its host, as under Horovod.
-  if gpus:
-    tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
-    tf.config.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  gpu = devices.local_gpu(config, ranks)   # None: a host without GPUs
+  if gpu:
+    tf.config.experimental.set_memory_growth(gpu, True)
+    tf.config.set_visible_devices(gpu, "GPU")
   devices.place_eager_rank(config, ranks, own_threads)
   # tf.distribute: one replica per worker, its collectives over gRPC; one
   # waiting longer than --collective_timeout for a peer fails the step

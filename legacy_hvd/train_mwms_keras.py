@@ -50,9 +50,10 @@ def main(argv):
   workers = resolver.cluster_spec().as_dict().get("worker", ["localhost:0"])
   ranks = Ranks.of_workers(workers, resolver.task_id or 0)
   # tf.distribute: one GPU per worker, numbered by its place on its host.
-  if gpus:
-    tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
-    tf.config.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  gpu = devices.local_gpu(config, ranks)   # None: a host without GPUs
+  if gpu:
+    tf.config.experimental.set_memory_growth(gpu, True)
+    tf.config.set_visible_devices(gpu, "GPU")
   devices.place_eager_rank(config, ranks, own_threads)
   # tf.distribute: one replica per worker; a dead peer times a step out.
   with cluster.ending_if_the_cluster_fails(workers, ranks.rank):

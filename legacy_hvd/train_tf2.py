@@ -45,10 +45,10 @@ def main(argv):
   ranks = Ranks.of(hvd)
   # Horovod: pin each process to one GPU: the one numbered by its local rank
   # (before the eager context starts; TF 1.15 has these names too).
-  gpus = tf.config.experimental.list_physical_devices("GPU")
-  if gpus:
-    tf.config.experimental.set_memory_growth(gpus[ranks.local_rank], True)
-    tf.config.experimental.set_visible_devices(gpus[ranks.local_rank], "GPU")
+  gpu = devices.local_gpu(config, ranks)   # None: a host without GPUs
+  if gpu:
+    tf.config.experimental.set_memory_growth(gpu, True)
+    tf.config.experimental.set_visible_devices(gpu, "GPU")
   # Horovod: on CPU, the cores are what the local ranks share: each its
   # part, its thread pools sized to it.
   devices.place_eager_rank(config, ranks, own_threads)

@@ -26,6 +26,7 @@ class Config:
   fp16_allreduce: bool = False
   backward_passes_per_step: int = 1
   cpu_affinity: bool = True
+  require_gpu: bool = False
   intra_op_threads: int = 0
   inter_op_threads: int = 0
   deterministic: bool = False

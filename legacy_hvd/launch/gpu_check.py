@@ -88,6 +88,8 @@ def run_job(np, steps, out, data_dir, device):
              f"--max_steps={steps}", f"--batch_size={BATCH_SIZE}",
              f"--model_dir={os.path.join(out, 'job')}"]
   command += [f"--data_dir={data_dir}"] if data_dir else []
+  # A rank that sees no GPU stops in one line rather than train on the CPU.
+  command += ["--require_gpu"] if device == "gpu" else []
   # What the ranks' records need: NCCL's communicator lines, TensorFlow's
   # device lines (INFO, which the package quiets by default), the timeline.
   env = dict(os.environ, NCCL_DEBUG="INFO", TF_CPP_MIN_LOG_LEVEL="0",

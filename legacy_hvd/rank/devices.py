@@ -1,12 +1,41 @@
 """Where a rank runs, as TensorFlow is told: its GPU, its cores, its threads.
 One ConfigProto for every session: the first sizes TF's global inter-op pool."""
+import os
+
 from absl import logging
 import tensorflow as tf
 
+from legacy_hvd.common import cli
 from legacy_hvd.faults import roster
 from legacy_hvd.rank import placement
 
 _session_config = None   # the process's, once place_graph_rank made it
+
+
+def local_gpu(config, ranks):
+  """This rank's GPU among those TensorFlow sees on its host (the one its
+  local rank numbers), or None on a host without GPUs. Every rank of a host
+  judges alike, so its local rank 0 says in one line what is wrong: fewer
+  GPUs than ranks (one would have none, or share), or none at all under
+  --require_gpu (the job would train on the CPU, slowly and silently)."""
+  gpus = tf.config.experimental.list_physical_devices("GPU")
+  if not gpus:
+    if config.require_gpu:
+      cli.fail(f"--require_gpu: TensorFlow {tf.version.VERSION} sees no GPU "
+               f"(built with CUDA: {tf.test.is_built_with_cuda()}; "
+               "CUDA_VISIBLE_DEVICES "
+               f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}); "
+               "expected one GPU per rank of this host with its driver, and "
+               "the GPU stack (docs/gpu.md), or no --require_gpu to train on "
+               "the CPU")
+    return None
+  if ranks.local_size > len(gpus):
+    cli.fail(f"{ranks.local_size} ranks on this host and {len(gpus)} GPU"
+             f"{'s' * (len(gpus) > 1)} TensorFlow sees; expected one GPU per "
+             f"rank: at most {len(gpus)} ranks a host (-H HOST:{len(gpus)}), "
+             "each seeing every GPU of its host (not one a task, as Slurm's "
+             "--gpus-per-task and --gpu-bind give)")
+  return gpus[ranks.local_rank]
 
 
 def place_graph_rank(config, ranks, config_proto, own_threads=None):
