@@ -26,10 +26,15 @@ needs_toolkit = pytest.mark.skipif(
 
 
 def make_install(tmp_path, *variables):
+  """`make install VARIABLES` on the default stack unless they name another,
+  as a user types it: not the suite's own make's variables (`make test
+  TF_VERSION=2.21.0` hands them down in MAKEFLAGS)."""
   venv = tmp_path / "venv"
+  env = {name: value for name, value in os.environ.items()
+         if name not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TF_VERSION")}
   process = subprocess.run(
       ["make", "-C", REPO, "--no-print-directory", "install", f"VENV={venv}",
-       *variables], capture_output=True, text=True, timeout=120)
+       *variables], env=env, capture_output=True, text=True, timeout=120)
   assert not venv.exists(), "the refused set-up left a venv behind"
   return process
 
