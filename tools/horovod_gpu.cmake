@@ -4,6 +4,5 @@
 # nvidia-nccl-cu12 wheel (site-packages/nvidia/nccl/lib) wherever the venv is,
 # in the image too; the build's link directory is not kept.
 include(${CMAKE_CURRENT_LIST_DIR}/horovod_release.cmake)
-set(CMAKE_BUILD_RPATH_USE_ORIGIN ON CACHE BOOL "")
 set(CMAKE_SKIP_BUILD_RPATH ON CACHE BOOL "")
 set(CMAKE_SHARED_LINKER_FLAGS "-Wl,-rpath,\\$ORIGIN/../../nvidia/nccl/lib" CACHE STRING "")

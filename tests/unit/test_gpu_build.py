@@ -21,6 +21,8 @@ pytestmark = pytest.mark.one_stack
 
 # The machine's CUDA toolkit, found as the Makefile finds it.
 NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+# What --cuda-home takes: the directory whose bin/nvcc that is.
+CUDA_HOME = os.path.dirname(os.path.dirname(os.path.realpath(NVCC)))
 needs_toolkit = pytest.mark.skipif(
     not os.access(NVCC, os.X_OK), reason="no CUDA toolkit (nvcc) here")
 
@@ -84,16 +86,14 @@ def test_no_cuda_toolkit_is_one_line(tmp_path):
 def test_a_toolkit_older_than_tensorflows_cuda_is_one_line():
   # The machine's toolkit against a TensorFlow CUDA newer than any: the
   # verdict a CUDA 11 toolkit gets against TF 2.15's CUDA 12.2.
-  home = os.path.dirname(os.path.dirname(os.path.realpath(NVCC)))
-  line = the_line(check_env("--cuda-home", home, "--tf-cuda", "99.0"),
+  line = the_line(check_env("--cuda-home", CUDA_HOME, "--tf-cuda", "99.0"),
                   "check_env:")
   assert "older than TensorFlow 2.15.1's CUDA 99.0" in line
 
 
 @needs_toolkit
 def test_a_newer_toolkit_warns_of_the_driver_and_goes_on():
-  home = os.path.dirname(os.path.dirname(os.path.realpath(NVCC)))
-  process = check_env("--cuda-home", home, "--tf-cuda", "1.0")
+  process = check_env("--cuda-home", CUDA_HOME, "--tf-cuda", "1.0")
   assert process.returncode == 0, process.stderr
   assert "TensorFlow 2.15.1's wheels CUDA 1.0: Horovod's kernels will need " \
          "a driver for CUDA" in process.stdout
