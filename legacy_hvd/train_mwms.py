@@ -137,7 +137,7 @@ def train(config, data, ranks, runtime, strategy, collectives):
       scaled_loss = loss / strategy.num_replicas_in_sync
     gradients = tape.gradient(scaled_loss, trainable)
     # tf.distribute: one all-reduce a step: the gradients' sum and, in the
-    # same pack, the stop requests' (> 0 everywhere once any asked), made in
+    # same pack, the stop requests' (one float per stop signal), made in
     # the replica: an argument has no device to reduce to.
     *gradients, any_stop = tf.distribute.get_replica_context().all_reduce(
         SUM, gradients + [tf.identity(stop_requested)])

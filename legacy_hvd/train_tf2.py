@@ -111,7 +111,8 @@ def train(config, data, ranks, runtime):
       hvd.broadcast_variables(trainable + optimizers.variables(optimizer),
                               root_rank=0)
     # Horovod: a stop request on any rank reaches all ranks in the same step
-    # (a one-float allreduce that overlaps the step's compute; > 0: stop).
+    # (a three-float allreduce, one per stop signal, that overlaps the
+    # step's compute).
     any_stop = (hvd.allreduce(stop_requested, op=hvd.Average)
                 if ranks.size > 1 else stop_requested)
     return loss, accuracy, rate, any_stop

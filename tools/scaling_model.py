@@ -81,7 +81,7 @@ from legacy_hvd.model import cnn  # noqa: E402
 
 FLOAT32_BYTES = 4
 PAYLOAD_SHARE = 1448.0 / 1514   # TCP payload per byte tc counts
-STOP_FLAG_BYTES = 4              # the one-float allreduce every step
+STOP_FLAG_BYTES = 12             # the three-float allreduce every step
 LAST_GRADIENT = "conv1/weights"  # the backward pass computes it last
 DEFAULT_RTT_MS = 0.025           # measured on the emulated link (veth)
 

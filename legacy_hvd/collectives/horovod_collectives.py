@@ -29,7 +29,7 @@ class Collectives:
     return hvd.allreduce(tensor, op=hvd.Sum)
 
   def average(self, tensor, name=None):
-    # Horovod: the average over all ranks (a one-float flag).
+    # Horovod: the average over all ranks (the stop requests).
     return hvd.allreduce(tensor, op=hvd.Average, name=name)
 
 

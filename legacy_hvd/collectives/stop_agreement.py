@@ -4,9 +4,10 @@ stopped at different steps would leave the others waiting in an allreduce."""
 
 
 def agree(requested, size, average):
-  """float32 scalar `requested` (1.0: this rank got a stop signal, else 0.0)
-  -> its average over all ranks, > 0 on every rank once any asked: a
-  one-float allreduce with no inputs from the step, so it overlaps it."""
+  """float32 [3] `requested` (StopSignals.request(): 1.0 for the stop signal
+  this rank got first) -> its average over all ranks, the same on every
+  rank, > 0 where any rank asked (StopSignals.agree reads it): a three-float
+  allreduce with no inputs from the step, so it overlaps it."""
   if size == 1:   # alone, a rank needs no agreement (nor Horovod)
     return requested
   # Horovod: a stop request on any rank reaches all ranks in the same step.

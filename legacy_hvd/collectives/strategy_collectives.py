@@ -66,7 +66,7 @@ class Collectives:
 
   def average(self, tensor, name=None):
     del name   # Horovod's op name; tf.distribute orders its collectives
-    # tf.distribute: the average over all workers (a one-float flag).
+    # tf.distribute: the average over all workers (the stop requests).
     return self._in_replica(
         lambda ctx: ctx.all_reduce(MEAN, _on_device(tensor)))
 

@@ -5,7 +5,8 @@ A trainer records only the first SIGTERM, SIGUSR1 (Slurm's warning) or
 SIGINT: it finishes its step, the ranks agree on a stop step, rank 0 saves a
 checkpoint. A repeated SIGTERM or SIGUSR1 changes nothing (Slurm signals a
 task directly and through srun; its SIGKILL is the "now"); a second SIGINT
-ends the process at once. Standard library only; Python 3.7-compatible."""
+ends the process at once. The agreement carries which signal: every rank
+exits with the code of the same one, whichever rank it reached. Standard library only; Python 3.7-compatible."""
 import os
 import signal
 
@@ -40,6 +41,13 @@ class Recorder(object):
 class StopSignals(Recorder):
   """SIGTERM, SIGINT and SIGUSR1 as a trainer's request to stop cleanly."""
 
+  # The stop agreement's order: one float per signal, by rising number.
+  AGREEMENT_ORDER = tuple(sorted(HANDLED))
+
+  def __init__(self, signums=HANDLED):
+    super().__init__(signums)
+    self.agreed = 0   # the signal the ranks agreed to stop for, or 0
+
   @property
   def requested(self):
     """The first signal's number, or 0."""
@@ -50,8 +58,24 @@ class StopSignals(Recorder):
       signal.signal(signum, signal.SIG_DFL)
       os.kill(os.getpid(), signum)
 
-  @staticmethod
-  def exit_code(signum):
-    """128 + `signum`, the shell's convention; a rank stopped because the
-    others agreed to (signum 0) exits as if by SIGTERM, the usual stop."""
-    return 128 + (signum or signal.SIGTERM)
+  def request(self):
+    """This rank's part of the stop agreement: one float per stop signal
+    (AGREEMENT_ORDER), 1.0 for the first this rank received."""
+    return [1.0 if signum == self.first else 0.0
+            for signum in self.AGREEMENT_ORDER]
+
+  def agree(self, agreement):
+    """`agreement`: the ranks' request() summed or averaged, the same on
+    every rank. Records the signal they stop for: the highest-numbered any
+    rank received first, as srun reports its tasks' highest exit code.
+    True: stop now."""
+    received = [signum for signum, part in zip(self.AGREEMENT_ORDER,
+                                               agreement) if part > 0]
+    self.agreed = max(received, default=self.agreed)
+    return bool(self.agreed)
+
+  def exit_code(self):
+    """128 + the signal the ranks agreed on (the shell's convention), the
+    same on every rank, so a launcher reads one reason from any of them;
+    else this rank's own; else SIGTERM's, the usual stop."""
+    return 128 + (self.agreed or self.first or signal.SIGTERM)

@@ -76,14 +76,18 @@ class Runtime:
                                 self._ranks.size, self._watch)
 
   def stop_requested(self):
-    """float32 scalar: 1 once this rank got a stop signal, else 0."""
-    return tf.constant(1.0 if self._stop_signals.requested else 0.0)
+    """float32 [3]: this rank's stop request (StopSignals.request)."""
+    return tf.constant(self._stop_signals.request())
 
   def agree_to_stop(self, requested):
-    """float32 scalar, > 0 on every rank in the same step once any rank
-    requested a stop: a collective of every step."""
+    """The ranks' requests averaged: a collective of every step."""
     return stop_agreement.agree(requested, self._ranks.size,
                                 self._collectives.average)
+
+  def agreed(self, agreement):
+    """Whether the ranks agreed to stop (`agreement`: their requests summed
+    or averaged); the signal they stop for is recorded for the exit."""
+    return self._stop_signals.agree(agreement.numpy())
 
   def exit_on_stop(self, stopped):
     """After the ranks agreed to stop and rank 0 saved: every rank exits now,
@@ -111,8 +115,8 @@ class Runtime:
   def steps(self, train_step, dataset, step, params, checkpoints):
     """Runs `train_step` to the plan's last step with the runtime's
     bookkeeping. train_step(images, labels, first_step, stop_requested) ->
-    (loss, accuracy, learning rate, any_stop > 0: the ranks' agreement to
-    stop), `step` + 1 (counted: a read costs 3-6 %); checkpoints: rank 0's."""
+    (loss, accuracy, learning rate, any_stop: the ranks' stop requests
+    summed or averaged), `step` + 1 (counted: a read costs 3-6 %); checkpoints: rank 0's."""
     start = int(step.numpy())
     report = self._reporting(lambda images: cnn.forward(images, params),
                              params, start)
@@ -124,7 +128,7 @@ class Runtime:
       images, labels = next(batches)
       loss, accuracy, rate, any_stop = train_step(
           images, labels, current == start + 1, self.stop_requested())
-      stopped = any_stop.numpy() > 0
+      stopped = self.agreed(any_stop)
       report.after_step(current, {"loss": loss.numpy(),
                                   "accuracy": accuracy.numpy(),
                                   "learning_rate": rate.numpy()})

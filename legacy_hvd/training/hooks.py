@@ -126,17 +126,19 @@ class StopRequestHook(tf.train.SessionRunHook):
     self.stopped = False
 
   def begin(self):
-    self._flag = tf.placeholder_with_default(0.0, [])
+    self._flag = tf.placeholder_with_default(
+        [0.0] * len(self._stop_signals.AGREEMENT_ORDER),
+        [len(self._stop_signals.AGREEMENT_ORDER)])
     self._any_flag = stop_agreement.agree(self._flag, self._size,
                                           self._average)
 
   def before_run(self, run_context):
     return tf.train.SessionRunArgs(
         self._any_flag,
-        feed_dict={self._flag: 1.0 if self._stop_signals.requested else 0.0})
+        feed_dict={self._flag: self._stop_signals.request()})
 
   def after_run(self, run_context, run_values):
-    if run_values.results > 0:
+    if self._stop_signals.agree(run_values.results):
       self.stopped = True
       run_context.request_stop()
 

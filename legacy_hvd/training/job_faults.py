@@ -153,5 +153,5 @@ def exit_if_stopped(summary, stop_signals, rank, model_dir,
       wait_for_all()
     except Exception:  # pylint: disable=broad-except
       pass   # a rank gone already: nothing is left to wait for
-  code = signals.StopSignals.exit_code(stop_signals.requested)
+  code = stop_signals.exit_code()
   os._exit(code)  # pylint: disable=protected-access

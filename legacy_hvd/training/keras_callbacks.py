@@ -41,7 +41,7 @@ class ProgressCallback(tf.keras.callbacks.Callback):
 
 class StopCallback(tf.keras.callbacks.Callback):
   """Stops every rank at the same step: at `last_step`, or once any rank got
-  a stop signal (a one-float allreduce every step)."""
+  a stop signal (a three-float allreduce every step)."""
 
   def __init__(self, runtime, last_step, step):
     super().__init__()
@@ -51,8 +51,8 @@ class StopCallback(tf.keras.callbacks.Callback):
     self.stopped = False
 
   def on_train_batch_end(self, batch, logs=None):
-    agreed = self._runtime.agree_to_stop(self._runtime.stop_requested())
-    if agreed.numpy() > 0:
+    if self._runtime.agreed(self._runtime.agree_to_stop(
+        self._runtime.stop_requested())):
       self.stopped = True
     if self.stopped or self._step.current >= self._last_step:
       self.model.stop_training = True

@@ -126,8 +126,33 @@ def test_a_trainers_stop_request_is_the_first_signal():
   finally:
     signal.signal(signal.SIGTERM, before)
   assert stop.requested == signal.SIGTERM
-  assert signals.StopSignals.exit_code(stop.requested) == 143
-  assert signals.StopSignals.exit_code(0) == 143
+  assert stop.exit_code() == 143
+  assert signals.StopSignals().exit_code() == 143
+
+
+def test_every_rank_exits_for_the_signal_the_ranks_agreed_on():
+  # Rank 1 got Slurm's warning, rank 2 a SIGTERM, rank 0 nothing yet: the
+  # agreement (their requests averaged) stops all three for the SIGTERM,
+  # srun's verdict had each got its own; rank 0's signal, coming after the
+  # agreement, changes nothing.
+  ranks = [signals.StopSignals() for _ in range(3)]
+  ranks[1].first, ranks[2].first = signal.SIGUSR1, signal.SIGTERM
+  requests = [rank.request() for rank in ranks]
+  assert requests[0] == [0.0, 0.0, 0.0]
+  agreement = [sum(parts) / 3 for parts in zip(*requests)]
+  ranks[0].first = signal.SIGINT
+  assert all(rank.agree(agreement) for rank in ranks)
+  assert [rank.exit_code() for rank in ranks] == [143, 143, 143]
+  # Nobody asked: go on; a later agreement of none keeps what was agreed.
+  going_on = signals.StopSignals()
+  assert not going_on.agree([0.0, 0.0, 0.0])
+  assert ranks[1].agree([0.0, 0.0, 0.0]) and ranks[1].exit_code() == 143
+  # The warning alone: rank 0, stopped by rank 1's, exits 138 as rank 1.
+  warned = signals.StopSignals()
+  warned.first = signal.SIGUSR1
+  rank0 = signals.StopSignals()
+  assert rank0.agree([0.0, 0.5, 0.0]) and warned.agree([0.0, 0.5, 0.0])
+  assert rank0.exit_code() == warned.exit_code() == 138
 
 
 def test_the_launchers_import_no_tensorflow():

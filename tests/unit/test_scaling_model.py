@@ -14,7 +14,7 @@ def test_gradient_bytes_are_the_models_float32_parameters():
   assert sizes["dense/weights"] == 4 * 16 * 16 * 32 * 10
   rounds = sm.fused_rounds()
   assert sum(grads for grads, _ in rounds) == sum(sizes.values())
-  assert rounds[0] == (0, 4)    # the stop flag alone, every batch
+  assert rounds[0] == (0, 12)   # the stop flags alone, every batch
   assert len(sm.unfused_rounds()) == len(sizes) + 1   # and the stop flag
 
 
@@ -77,7 +77,7 @@ def test_negotiation_is_measured_with_the_wire_taken_away():
   assert sm.negotiation_ms(inputs, 2, 1, link) == pytest.approx(
       3 * (1.0 + 2 * 0.25))
   # Accumulating 2 batches: the stop flag's round still every batch.
-  flag = 1.0 + 1.0 + 4 * 0.25 + sm.ring_ms(4, 2, 1000, 0)
+  flag = 1.0 + 1.0 + 4 * 0.25 + sm.ring_ms(12, 2, 1000, 0)
   assert sm.comm_ms(inputs, 2, 1, link._replace(accumulate=2)) == \
       pytest.approx(flag + (sm.comm_ms(inputs, 2, 1, link) - flag) / 2)
   with pytest.raises(ValueError, match="2x1 over unlimited"):
