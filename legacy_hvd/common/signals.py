@@ -13,6 +13,12 @@ import signal
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
 
+def block_until_installed(signums=HANDLED):
+  """Holds `signums` pending, across an exec, until a Recorder of them is
+  installed: a process that starts would otherwise die of them."""
+  signal.pthread_sigmask(signal.SIG_BLOCK, signums)
+
+
 class Recorder(object):
   """Records which of `signums` this process received; each signal also
   goes to react(), which a launcher overrides to pass it on."""
@@ -25,6 +31,8 @@ class Recorder(object):
   def install(self):
     for signum in self.signums:
       signal.signal(signum, self._record)
+    # One held blocked (block_until_installed) is delivered now.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, self.signums)
     return self
 
   def _record(self, signum, frame):
@@ -59,8 +67,7 @@ class StopSignals(Recorder):
       os.kill(os.getpid(), signum)
 
   def request(self):
-    """This rank's part of the stop agreement: one float per stop signal
-    (AGREEMENT_ORDER), 1.0 for the first this rank received."""
+    """This rank's part of the stop agreement: 1.0 for its first signal."""
     return [1.0 if signum == self.first else 0.0
             for signum in self.AGREEMENT_ORDER]
 
@@ -75,7 +82,6 @@ class StopSignals(Recorder):
     return bool(self.agreed)
 
   def exit_code(self):
-    """128 + the signal the ranks agreed on (the shell's convention), the
-    same on every rank, so a launcher reads one reason from any of them;
-    else this rank's own; else SIGTERM's, the usual stop."""
+    """128 + the signal the ranks agreed on, the same on every rank; else
+    this rank's own; else SIGTERM's."""
     return 128 + (self.agreed or self.first or signal.SIGTERM)

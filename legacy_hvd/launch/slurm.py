@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from absl import flags as absl_flags
@@ -44,6 +45,10 @@ STOPPED_BY_TERM = 128 + signal.SIGTERM
 # every rank themselves (an agreed stop, or the lost-host line after Gloo's
 # time-out); this bounds a rank that hangs anyway.
 TASK_WAIT = 120
+# The signal slurm/train.sbatch trapped before it exec'd the launcher.
+EARLY_SIGNAL = "LEGACY_HVD_EARLY_SIGNAL"
+# Seconds between the SIGUSR1s passed on to srun, until it ends.
+RESEND_SECONDS = 5
 
 
 # -- the allocation --------------------------------------------------------
@@ -82,16 +87,40 @@ class Received(signals.Recorder):
   def __init__(self):
     super().__init__((signal.SIGUSR1, signal.SIGTERM))
     self.srun = None
+    self._passing_on = False
 
   @property
   def requeue(self):
     return signal.SIGUSR1 in self.seen
 
   def react(self, signum):
-    if (signum == signal.SIGUSR1 and self.srun is not None
-        and self.srun.poll() is None):
-      # srun forwards it to every task of the step.
-      self.srun.send_signal(signum)
+    if signum == signal.SIGUSR1:
+      self._pass_on()
+
+  def replay(self, name):
+    """The signal the batch script trapped before this launcher ran ("USR1",
+    "TERM" or none), received again."""
+    if name:
+      os.kill(os.getpid(), signal.Signals["SIG" + name])
+
+  def started(self, srun):
+    """srun runs: a warning that came while it started is passed on now."""
+    self.srun = srun
+    if self.requeue:
+      self._pass_on()
+
+  def _pass_on(self):
+    """SIGUSR1 to srun (to every task), again every RESEND_SECONDS while it
+    runs: srun drops one that comes before its tasks exist."""
+    if self.srun is None or self._passing_on:
+      return
+    self._passing_on = True
+
+    def resend():
+      while self.srun.poll() is None:
+        self.srun.send_signal(signal.SIGUSR1)
+        time.sleep(RESEND_SECONDS)
+    threading.Thread(target=resend, daemon=True).start()
 
 
 def launcher_flags():
@@ -138,11 +167,9 @@ def log(message):
   print("{}: {}".format(PROGRAM, message), file=sys.stderr, flush=True)
 
 
-def launch(args, trainer_args, binds, env):
-  """Runs the ranks as one srun step; returns the batch script's code."""
-  # First: a warning during the set-up must not end this shell (SIGUSR1's
-  # default action).
-  received = Received().install()
+def launch(args, trainer_args, binds, env, received):
+  """Runs the ranks as one srun step; returns the batch script's code.
+  received: the signals this shell got, from its start."""
   plan = allocation(env)
   hosts = hostlists.hosts_arg(plan)
   size = hostlists.slot_count(plan)
@@ -168,6 +195,7 @@ def launch(args, trainer_args, binds, env):
   task_env = dict(env, **{cli.SLURM_PLAN: hosts, cli.DECIDER: PROGRAM,
                             "PYTHONUNBUFFERED": "1"},
                   **leftovers.mark(run_id, restart))
+  task_env.pop(EARLY_SIGNAL, None)
   rendezvous = None
   if args.module not in STRATEGY_TRAINERS:
     from horovod.runner.http.http_server import RendezvousServer
@@ -196,12 +224,13 @@ def launch(args, trainer_args, binds, env):
   # rank has stopped first.
   argv = ["srun", "--nodes={}".format(len(plan)), "--ntasks={}".format(size),
           "--distribution=block", "--kill-on-bad-exit=0", "--label",
-          "--wait={}".format(TASK_WAIT), "--mpi=none",
+          "--wait={}".format(TASK_WAIT), "--mpi=none", *blocked_start(),
           *container.task_command(args.image, binds), "-m",
           "legacy_hvd.launch.slurm_task", args.module, *trainer_args]
+  if received.first:
+    return stop_before_start(received, job, directory)
   mark = run_outcome.results_mark(directory)
-  code, lines = run_outcome.run_reading(
-      argv, lambda srun: setattr(received, "srun", srun), env=task_env)
+  code, lines = run_outcome.run_reading(argv, received.started, env=task_env)
   if rendezvous:
     rendezvous.stop()
   why = code and requeue_reason(received, code, job)
@@ -280,6 +309,35 @@ def on_node(node, command):
           "--mpi=none", "--quiet", "sh", "-c", command]
 
 
+def blocked_start():
+  """The prefix that starts each task with the trainer's stop signals held
+  blocked until its handlers exist (slurm_task then holds them on), or none
+  where `env` cannot (GNU coreutils before 8.31): srun delivers a warning to
+  tasks as they start, and Python's own start would die of it."""
+  argv = ["env", "--block-signal=" + ",".join(
+      signal.Signals(signum).name[3:] for signum in signals.HANDLED)]
+  works = subprocess.run(argv + ["true"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL).returncode == 0
+  return argv if works else []
+
+
+def stop_before_start(received, job, directory):
+  """A signal before srun started: requeued at once, or ended as asked."""
+  code = 128 + received.first
+  why = requeue_reason(received, code, job)
+  step = checkpoint_state.latest_step(directory)
+  where = "at step {} in {}".format(step, directory) if step else "in " + \
+      directory
+  if why:
+    log("job {}: {} before the ranks started; requeueing, to resume {}"
+        .format(job, why, where))
+    slurm_healing.requeue(job)
+    return 0
+  log("job {}: {} before the ranks started; no rank was started".format(
+      job, signal.Signals(received.first).name))
+  return code
+
+
 def requeue_reason(received, code, job):
   """Why the job should run again, or None: the early warning (SIGUSR1), or a
   SIGTERM to the tasks alone while the job still runs (a pre-emption's
@@ -319,6 +377,10 @@ def preflight(hosts, trainer_args, interface, env):
 def main(argv=None):
   """Launches the job, in the batch script."""
   argv = sys.argv[1:] if argv is None else argv
+  # First: a signal in the set-up must not end this shell; one held blocked
+  # across the batch script's exec (slurm/train.sbatch) comes now.
+  received = Received().install()
+  received.replay(os.environ.get(EARLY_SIGNAL))
   try:
     args, trainer_args = parse(argv)
     check_trainer_flags(args.module, trainer_args)
@@ -326,7 +388,7 @@ def main(argv=None):
     why = slurm_healing.cannot_shrink(args.min_nodes, os.environ)
     if why:
       cli.fail(why + "; no rank was started", cli.USAGE_ERROR)
-    return launch(args, trainer_args, binds, dict(os.environ))
+    return launch(args, trainer_args, binds, dict(os.environ), received)
   except cli.UserError as e:
     cli.fail(str(e))
 

@@ -7,6 +7,7 @@ import socket
 import sys
 
 from legacy_hvd.common import cli
+from legacy_hvd.common import signals
 from legacy_hvd.launch import hostlists
 
 # A rank's place in the plan: what horovodrun tells each rank.
@@ -63,6 +64,8 @@ def interface_of(address):
 def main(argv=None):
   """Execs the trainer `argv[0]` with the rest as its flags."""
   argv = sys.argv[1:] if argv is None else argv
+  # A stop signal while the rank starts waits for the trainer's handlers.
+  signals.block_until_installed()
   try:
     exec_task(argv[0], argv[1:], os.environ)
   except cli.UserError as e:

@@ -60,21 +60,33 @@ def uninterrupted(slurm, data_dir):
 
 @pytest.fixture(scope="module")
 def requeued(slurm, data_dir):
-  """The same job, warned with SIGUSR1 at step 10 (to the batch shell, as
-  --signal=B:USR1@N does): stopped, requeued, resumed to its end."""
+  """The same job, warned twice with SIGUSR1 to the batch shell (as
+  --signal=B:USR1@N does): as soon as Slurm says it is RUNNING, then at step
+  10 of its rerun; each time stopped, requeued, resumed; to its end."""
   job = slurmjobs.submit(slurm, "requeued", FLAGS, data_dir)
-  slurmjobs.wait_for_line(job, "step 10:", JOB_TIMEOUT)
+  wait_for(lambda: job.state().get("JobState") == "RUNNING", JOB_TIMEOUT,
+           "job {} RUNNING".format(job.id))
+  slurm.run(["scancel", "--batch", "--signal=USR1", job.id], check=True)
+  slurmjobs.wait_for_line(job, ", restart 1:", REQUEUE_TIMEOUT + 60)
+  wait_for(lambda: "step 10:" in rerun(job.output(), 1), JOB_TIMEOUT,
+           "step 10 of restart 1")
   warned = time.monotonic()
   slurm.run(["scancel", "--batch", "--signal=USR1", job.id], check=True)
-  slurmjobs.wait_for_line(job, "requeueing", 60)
+  wait_for(lambda: "requeueing" in rerun(job.output(), 1), 60,
+           "restart 1 requeued")
   stopped = time.monotonic()
-  slurmjobs.wait_for_line(job, ", restart 1:", REQUEUE_TIMEOUT)
+  slurmjobs.wait_for_line(job, ", restart 2:", REQUEUE_TIMEOUT)
   restarted = time.monotonic()
   slurmjobs.wait_gone(job, JOB_TIMEOUT)
   print("SIGUSR1 to requeue {:.1f} s; requeue to running again {:.1f} s; "
         "to the end {:.1f} s".format(stopped - warned, restarted - stopped,
                                       time.monotonic() - restarted))
   return job
+
+
+def rerun(output, restart):
+  """What the job wrote from its restart `restart` on."""
+  return output.partition(", restart {}:".format(restart))[2]
 
 
 def read_json(model_dir, name):
@@ -109,21 +121,34 @@ def test_sbatch_runs_every_rank_as_a_task_and_completes(slurm, uninterrupted):
 
 
 @one_stack
+def test_a_warning_as_the_job_starts_requeues_it(requeued):
+  # Before the launcher's handler (held blocked across the script's exec),
+  # before srun (requeued at once), or as the ranks start (held blocked
+  # until their handlers: they stop at their first step): never lost, nor a
+  # rank killed by it, nor the job FAILED.
+  first = requeued.output().partition(", restart 1:")[0]
+  assert re.search(r"job \d+: (SIGUSR1 before the ranks started|ranks "
+                   r"stopped at step [01] \(SIGUSR1\)); requeueing", first), \
+      first[-6000:]
+  assert "User defined signal 1" not in first
+
+
+@one_stack
 def test_sigusr1_requeues_and_the_rerun_resumes_at_the_agreed_step(
     slurm, uninterrupted, requeued):
   job = requeued
-  output = job.output()
+  output = rerun(job.output(), 1)
   step = stopped_step(output, 10)
   assert 10 <= step < STEPS
   assert "ranks stopped at step {} (SIGUSR1); requeueing".format(step) \
       in output
   # The restart count and the step, in one line; the trainer agrees.
-  assert ("restart 1: 4 ranks on lh1:2,lh2:2; resuming at step {} in"
+  assert ("restart 2: 4 ranks on lh1:2,lh2:2; resuming at step {} in"
           .format(step)) in output
   assert "Resuming from global step {}".format(step) in output
   state = job.state()
   assert state["JobState"] == "COMPLETED", output[-6000:]
-  assert state["Restarts"] == "1"
+  assert state["Restarts"] == "2"
   results = read_json(job.model_dir, "results.json")
   assert results["start_step"] == step
   # --deterministic: the interruption changes nothing, bit for bit.
