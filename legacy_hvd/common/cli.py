@@ -14,6 +14,8 @@ import time
 from absl import app
 from absl import flags
 
+from legacy_hvd.common import signals
+
 # Launchers announce the rank in the environment before Horovod starts.
 _LOCAL_RANK_VARIABLES = ("HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                          "MPI_LOCALRANKID")
@@ -187,7 +189,11 @@ def run(main, define_flags=(), positional_args=False):
   def main_without_dump(argv):
     if not asked_for_dump:
       faulthandler.disable()
-    return main(argv)
+    result = main(argv)
+    # Its work done, a stop signal changes nothing while the process exits
+    # (seconds of TensorFlow's teardown, Python's handlers gone).
+    signals.ignore()
+    return result
 
   app.run(main_without_dump,
           flags_parser=lambda argv: parse_flags(argv, positional_args))

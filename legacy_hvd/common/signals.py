@@ -13,10 +13,17 @@ import signal
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
 
-def block_until_installed(signums=HANDLED):
+def hold(signums=HANDLED):
   """Holds `signums` pending, across an exec, until a Recorder of them is
   installed: a process that starts would otherwise die of them."""
   signal.pthread_sigmask(signal.SIG_BLOCK, signums)
+
+
+def ignore(signums=HANDLED):
+  """`signums` change nothing from now, in every thread (a mask is each
+  thread's own): for a process whose work is done, as it exits."""
+  for signum in signums:
+    signal.signal(signum, signal.SIG_IGN)
 
 
 class Recorder(object):
@@ -31,7 +38,7 @@ class Recorder(object):
   def install(self):
     for signum in self.signums:
       signal.signal(signum, self._record)
-    # One held blocked (block_until_installed) is delivered now.
+    # One held (hold()) is delivered now.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, self.signums)
     return self
 

@@ -65,7 +65,7 @@ def main(argv=None):
   """Execs the trainer `argv[0]` with the rest as its flags."""
   argv = sys.argv[1:] if argv is None else argv
   # A stop signal while the rank starts waits for the trainer's handlers.
-  signals.block_until_installed()
+  signals.hold()
   try:
     exec_task(argv[0], argv[1:], os.environ)
   except cli.UserError as e:

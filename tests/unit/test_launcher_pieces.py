@@ -164,3 +164,17 @@ def test_the_launchers_import_no_tensorflow():
                         stdout=subprocess.PIPE, universal_newlines=True,
                         check=True, timeout=60)
   assert done.stdout.strip() == "[]"
+
+
+def test_a_stop_signal_after_main_returned_changes_nothing():
+  # A warning while a finished rank exits (its handlers gone, TensorFlow's
+  # teardown taking seconds) killed it by the signal: its launcher took
+  # the finished job for a lost rank. Here it comes from atexit.
+  code = ("import atexit, os, signal; from legacy_hvd.common import cli\n"
+          "def main(argv):\n"
+          "  atexit.register(os.kill, os.getpid(), signal.SIGUSR1)\n"
+          "  print('done', flush=True)\n"
+          "cli.run(main)\n")
+  done = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                        stdout=subprocess.PIPE, universal_newlines=True)
+  assert (done.returncode, done.stdout) == (0, "done\n")
