@@ -6,7 +6,8 @@ SIGINT: it finishes its step, the ranks agree on a stop step, rank 0 saves a
 checkpoint. A repeated SIGTERM or SIGUSR1 changes nothing (Slurm signals a
 task directly and through srun; its SIGKILL is the "now"); a second SIGINT
 ends the process at once. The agreement carries which signal: every rank
-exits with the code of the same one, whichever rank it reached. Standard library only; Python 3.7-compatible."""
+exits with the code of the same one, whichever rank it reached. Standard
+library only; Python 3.7-compatible."""
 import os
 import signal
 

@@ -196,6 +196,8 @@ def launch(args, trainer_args, binds, env, received):
                             "PYTHONUNBUFFERED": "1"},
                   **leftovers.mark(run_id, restart))
   task_env.pop(EARLY_SIGNAL, None)
+  if received.first:   # from here on, received.started passes it on
+    return stop_before_start(received, job, directory)
   rendezvous = None
   if args.module not in STRATEGY_TRAINERS:
     from horovod.runner.http.http_server import RendezvousServer
@@ -227,8 +229,6 @@ def launch(args, trainer_args, binds, env, received):
           "--wait={}".format(TASK_WAIT), "--mpi=none", *blocked_start(),
           *container.task_command(args.image, binds), "-m",
           "legacy_hvd.launch.slurm_task", args.module, *trainer_args]
-  if received.first:
-    return stop_before_start(received, job, directory)
   mark = run_outcome.results_mark(directory)
   code, lines = run_outcome.run_reading(argv, received.started, env=task_env)
   if rendezvous:
@@ -326,8 +326,7 @@ def stop_before_start(received, job, directory):
   code = 128 + received.first
   why = requeue_reason(received, code, job)
   step = checkpoint_state.latest_step(directory)
-  where = "at step {} in {}".format(step, directory) if step else "in " + \
-      directory
+  where = ("at step {} in ".format(step) if step else "in ") + directory
   if why:
     log("job {}: {} before the ranks started; requeueing, to resume {}"
         .format(job, why, where))
