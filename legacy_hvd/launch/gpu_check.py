@@ -207,8 +207,9 @@ def main(argv):
   verdicts = [
       job_verdict(code, FLAGS.steps, results, out, lines),
       job_evidence.placement(lines, np, device),
-      job_evidence.collective(lines, np, device, job_evidence.timeline_activities(
-          os.path.join(out, "timeline.json"))),
+      job_evidence.collective(
+          lines, np, device, job_evidence.timeline_activities(
+              os.path.join(out, "timeline.json"))),
       job_evidence.weights(results, np)]
   for verdict in verdicts:
     print(f"{PROGRAM}: {'PASS' if verdict.ok else 'FAIL'} {verdict.name}: "
@@ -216,8 +217,8 @@ def main(argv):
   bare_rate, why_not = (bare_loop_rate(FLAGS.steps, out, FLAGS.data_dir,
                                        device) if verdicts[0].ok
                         else (None, "the bare loop not run"))
-  print(f"{PROGRAM}: {throughput_line(results, np, bare_rate, why_not, device)}",
-        flush=True)
+  throughput = throughput_line(results, np, bare_rate, why_not, device)
+  print(f"{PROGRAM}: {throughput}", flush=True)
   failed = [v.name for v in verdicts if not v.ok]
   took = time.monotonic() - started
   if failed:

@@ -311,9 +311,9 @@ def on_node(node, command):
 
 def blocked_start():
   """The prefix that starts each task with the trainer's stop signals held
-  blocked until its handlers exist (slurm_task then holds them on), or none
-  where `env` cannot (GNU coreutils before 8.31): srun delivers a warning to
-  tasks as they start, and Python's own start would die of it."""
+  blocked until its handlers exist, or none where `env` cannot (GNU
+  coreutils before 8.31; slurm_task's own hold then covers the trainer's
+  start, not Python's): srun delivers a warning to tasks as they start."""
   argv = ["env", "--block-signal=" + ",".join(
       signal.Signals(signum).name[3:] for signum in signals.HANDLED)]
   works = subprocess.run(argv + ["true"], stdout=subprocess.DEVNULL,

@@ -116,7 +116,8 @@ class Runtime:
     """Runs `train_step` to the plan's last step with the runtime's
     bookkeeping. train_step(images, labels, first_step, stop_requested) ->
     (loss, accuracy, learning rate, any_stop: the ranks' stop requests
-    summed or averaged), `step` + 1 (counted: a read costs 3-6 %); checkpoints: rank 0's."""
+    summed or averaged), `step` + 1 (counted: a read costs 3-6 %);
+    checkpoints: rank 0's."""
     start = int(step.numpy())
     report = self._reporting(lambda images: cnn.forward(images, params),
                              params, start)

@@ -126,9 +126,8 @@ class StopRequestHook(tf.train.SessionRunHook):
     self.stopped = False
 
   def begin(self):
-    self._flag = tf.placeholder_with_default(
-        [0.0] * len(self._stop_signals.AGREEMENT_ORDER),
-        [len(self._stop_signals.AGREEMENT_ORDER)])
+    kinds = len(self._stop_signals.AGREEMENT_ORDER)
+    self._flag = tf.placeholder_with_default([0.0] * kinds, [kinds])
     self._any_flag = stop_agreement.agree(self._flag, self._size,
                                           self._average)
 

@@ -9,7 +9,6 @@ import tensorflow.compat.v2 as tf
 from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
-from legacy_hvd.common import signals
 from legacy_hvd.faults import failed_writes
 from legacy_hvd.faults import loss_watch
 from legacy_hvd.faults import probes
