@@ -218,7 +218,16 @@ clean:
 # resolve, and Horovod's check in the build needs it to.
 IMAGE_PYTHON := $(if $(filter 1,$(TF_MAJOR)),3.7,3.11)
 IMAGE_TAG ?= legacy-hvd:tf$(TF_VERSION)$(FLAVOUR)
-IMAGE_WHEELS := $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-py$(subst .,,$(IMAGE_PYTHON))$(FLAVOUR)
+IMAGE_WHEELS := $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(TF_VERSION)-py$(subst .,,$(IMAGE_PYTHON))$(WHEEL_KEY)
+# The GPU image: the toolkit at CUDA_HOME (the venv's, checked first) is
+# mounted for the build stage alone; its labels are the stack's pins.
+IMAGE_GPU = $(if $(GPU_FLAG),--build-arg HOROVOD_GPU_OPERATIONS=NCCL \
+	-v $(realpath $(CUDA_HOME)):/usr/local/cuda:ro \
+	--build-arg CUDA_VERSION=$(call pin,nvidia-cuda-runtime-cu12) \
+	--build-arg CUDNN_VERSION=$(call pin,nvidia-cudnn-cu12) \
+	--build-arg NCCL_VERSION=$(NCCL_VERSION) \
+	--build-arg HOROVOD_CUDA_TOOLKIT=$(TOOLKIT_CUDA) \
+	--build-arg NVIDIA_VISIBLE_DEVICES=all)
 # Where pip here trusts a CA bundle of its own (PIP_CERT: a proxy that
 # re-signs TLS), the build's RUN steps see it in the image's place; the image
 # keeps its own.
@@ -226,6 +235,8 @@ IMAGE_CA := $(if $(PIP_CERT),--build-arg PIP_CERT=/etc/ssl/certs/ca-certificates
 	-v $(PIP_CERT):/etc/ssl/certs/ca-certificates.crt:ro)
 .PHONY: image
 image:
+	$(if $(GPU_FLAG),@python3 tools/check_env.py --prerequisites --image \
+		--tf-version $(TF_VERSION) $(NO_HOROVOD_FLAG) $(GPU_FLAG))
 	@python3 tools/images.py setup
 	@python3 tools/images.py bases --python $(IMAGE_PYTHON)
 	@python3 tools/images.py wheel --to .image-wheels $(if $(WITH_HOROVOD),--from $(IMAGE_WHEELS))
@@ -234,4 +245,4 @@ image:
 		--build-arg PYTHON_VERSION=$(IMAGE_PYTHON) \
 		--build-arg HOROVOD_VERSION=$(if $(WITH_HOROVOD),$(HOROVOD_VERSION),none) \
 		--build-arg HOROVOD_CONTROLLER=$(if $(WITH_HOROVOD),$(HOROVOD_CONTROLLER),none) \
-		-t $(IMAGE_TAG) .
+		$(IMAGE_GPU) -t $(IMAGE_TAG) .

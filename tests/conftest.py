@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 
 import pytest
@@ -56,6 +57,10 @@ NEEDS_HOROVOD = {
 }
 # In an exception's text, or a process's output quoted in it (as repr too):
 # horovod's import failing, or no horovodrun to run.
+# The GPU stack (make install HOROVOD_GPU_OPERATIONS=NCCL): TensorFlow's NCCL
+# wheel beside it. Its suite also tests the GPU image.
+GPU_STACK = os.path.isdir(os.path.join(sysconfig.get_paths()["purelib"],
+                                       "nvidia", "nccl"))
 HOROVOD_MISSING = re.compile(
     r"No module named \\?['\"]horovod\b|horovodrun: No such file")
 
@@ -131,6 +136,10 @@ def pytest_configure(config):
       "stack's venv: it runs in the TF 1.15 suite (make test "
       "TF_VERSION=1.15.5), skipped on the others")
   config.addinivalue_line(
+      "markers", "gpu_image: a test of the GPU image against the GPU stack's "
+      "venv: it runs in that stack's suite (make test "
+      "HOROVOD_GPU_OPERATIONS=NCCL), skipped on the others")
+  config.addinivalue_line(
       "markers", "one_stack: what it checks does not change with the "
       "TensorFlow stack (the launcher side, the test hosts' harness, the "
       "network, Slurm's side, a path another test already runs on this "
@@ -161,6 +170,9 @@ def pytest_collection_modifyitems(items):
     if not compat.TF1 and item.get_closest_marker("image"):
       item.add_marker(pytest.mark.skip(
           reason="the TF 1.15 image is tested in the TF 1.15 suite"))
+    if not GPU_STACK and item.get_closest_marker("gpu_image"):
+      item.add_marker(pytest.mark.skip(
+          reason="the GPU image is tested in the GPU stack's suite"))
     group = next((group for group, fixtures in SHARED_GROUPS
                   if fixtures & set(item.fixturenames)),
                  item.module.__name__)

@@ -232,6 +232,9 @@ def main():
                       help="the CUDA toolkit Horovod's GPU build compiles with")
   parser.add_argument("--tf-cuda", default="",
                       help="the CUDA of TensorFlow's GPU wheels, e.g. 12.2")
+  parser.add_argument("--image", action="store_true",
+                      help="make image: the GPU checks alone (the build "
+                      "stage checks the rest)")
   args = parser.parse_args()
   if args.nccl_build_dir:
     lay_out_nccl(os.path.abspath(args.nccl_build_dir))
@@ -239,7 +242,8 @@ def main():
     if args.gpu:
       check_gpu_prerequisites(args.tf_version, args.horovod,
                               args.cuda_home, args.tf_cuda)
-    check_prerequisites(args.controller, args.tf_version, args.horovod)
+    if not args.image:
+      check_prerequisites(args.controller, args.tf_version, args.horovod)
   else:
     check_stack(args.controller, args.horovod, args.gpu)
 

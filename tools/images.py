@@ -4,7 +4,8 @@
     python3 tools/images.py bases [--python 3.7]    # the Containerfile's base images, if absent
     python3 tools/images.py wheel --to .image-wheels [--from DIR]   # the cached Horovod wheel
     python tools/images.py labels --tf-version V --python-version P \
-        --horovod-version H --horovod-controller C       # inside an image
+        --horovod-version H --horovod-controller C \
+        [--cuda-version V --cudnn-version V --nccl-version V]   # inside an image
 
 The Containerfile's default base is the official Python image
 (docker.io/library/python:3.7-slim-bookworm, ...). Where no registry is
@@ -20,7 +21,8 @@ when this machine runs the base's Debian release: a wheel compiled on a newer
 system can need a newer glibc or libstdc++ than the image has.
 
 `labels` runs inside an image (its last build step): the Python, TensorFlow
-and Horovod in it are the ones its labels say.
+and Horovod in it are the ones its labels say, and so are the GPU image's
+CUDA runtime, cuDNN and NCCL wheels (none in a CPU image).
 
 Standard library only, and Python 3.7 too (`labels` runs on the TF 1.15
 stack). Each failure is one line and exit status 1.
@@ -34,6 +36,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+try:
+  from importlib import metadata
+except ImportError:   # Python 3.7: the TF 1.15 stack, which has no GPU wheels
+  metadata = None
 
 DEBIAN_RELEASE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -401,6 +408,20 @@ def wheel(args):
 
 # labels --------------------------------------------------------------------
 
+# A GPU label -> the wheel TensorFlow's and-cuda extra installs for it.
+GPU_WHEELS = (("cuda", "nvidia-cuda-runtime-cu12"), ("cudnn", "nvidia-cudnn-cu12"),
+              ("nccl", "nvidia-nccl-cu12"))
+
+
+def installed(distribution):
+  """The version of `distribution` installed, or "none"."""
+  if metadata is None:
+    return "none"
+  try:
+    return metadata.version(distribution)
+  except metadata.PackageNotFoundError:
+    return "none"
+
 def labels(args):
   """Inside the image: its Python, TensorFlow and Horovod are the labels'."""
   python = "%d.%d.%d" % sys.version_info[:3]
@@ -424,8 +445,16 @@ def labels(args):
   if (horovod_version == "none") != (args.horovod_controller == "none"):
     fail(f"the image's Horovod is {horovod_version}, its controller label says "
          f"{args.horovod_controller}: expected none with no Horovod, else gloo or mpi")
+  for label, distribution in GPU_WHEELS:
+    version = installed(distribution)
+    if version != getattr(args, label + "_version"):
+      fail(f"the image's {distribution} is {version}, its {label} label says "
+           f"{getattr(args, label + '_version')} (pass --build-arg "
+           f"{label.upper()}_VERSION={version})")
+  gpu = ("" if args.cuda_version == "none" else
+         f", CUDA {args.cuda_version}, cuDNN {args.cudnn_version}, NCCL {args.nccl_version}")
   say(f"labels true: Python {python}, TensorFlow {tf.version.VERSION}, "
-      f"Horovod {horovod_version}, controller {args.horovod_controller} "
+      f"Horovod {horovod_version}, controller {args.horovod_controller}{gpu} "
       "(check_env checks it is built)")
 
 
@@ -451,6 +480,9 @@ def main():
   parser_labels.add_argument("--horovod-version", required=True)
   parser_labels.add_argument("--horovod-controller", required=True,
                              choices=("gloo", "mpi", "none"))
+  for label, distribution in GPU_WHEELS:
+    parser_labels.add_argument(f"--{label}-version", default="none",
+                               help=f"{distribution}'s version (none: a CPU image)")
   args = parser.parse_args()
   {"setup": setup, "bases": bases, "wheel": wheel, "labels": labels}[args.command](args)
 

@@ -1,7 +1,8 @@
-"""The TF 1.15 stack's image for the tests: built by `make image` unless it
-is there, and flattened once for Charliecloud.
+"""The stacks' images for the tests: built by `make image` unless they are
+there, and flattened once for Charliecloud.
 
     image = ensure_image()            # "localhost/legacy-hvd:tf1.15.5"
+    image = ensure_image(tag, ("HOROVOD_GPU_OPERATIONS=NCCL",))   # another
     directory = flat_image(image)     # ch-run's image directory, shared
 """
 import fcntl
@@ -20,12 +21,13 @@ CONVERT_TIMEOUT = 600
 FLAT_ROOT = "/var/tmp/legacy-hvd-ch"
 
 
-def ensure_image():
-  if subprocess.run(["podman", "image", "exists", IMAGE]).returncode != 0:
-    assert_ok(subprocess.run(["make", "image", "TF_VERSION=1.15.5"],
+def ensure_image(image=IMAGE, variables=("TF_VERSION=1.15.5",)):
+  """`image`, built by `make image VARIABLES` unless it is there."""
+  if subprocess.run(["podman", "image", "exists", image]).returncode != 0:
+    assert_ok(subprocess.run(["make", "image", *variables],
                              cwd=REPO, capture_output=True, text=True,
                              timeout=BUILD_TIMEOUT))
-  return IMAGE
+  return image
 
 
 def flat_image(image):
