@@ -9,14 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import time
 
 import pytest
 
 from legacy_hvd.common import compat
 from tests import helpers
-from tests.helpers import slurmjobs
+from tests.helpers import images, slurmjobs
 from tests.helpers import (CIFAR10_CONVERTER, CIFAR10_JPEG, LAUNCHER,
                            assert_ok, horovodrun)
 from tests.helpers.shared_runs import finished_run
@@ -57,10 +56,6 @@ NEEDS_HOROVOD = {
 }
 # In an exception's text, or a process's output quoted in it (as repr too):
 # horovod's import failing, or no horovodrun to run.
-# The GPU stack (make install HOROVOD_GPU_OPERATIONS=NCCL): TensorFlow's NCCL
-# wheel beside it. Its suite also tests the GPU image.
-GPU_STACK = os.path.isdir(os.path.join(sysconfig.get_paths()["purelib"],
-                                       "nvidia", "nccl"))
 HOROVOD_MISSING = re.compile(
     r"No module named \\?['\"]horovod\b|horovodrun: No such file")
 
@@ -132,13 +127,13 @@ os.environ["LEGACY_HVD_HOROVODRUN"] = LAUNCHER
 
 def pytest_configure(config):
   config.addinivalue_line(
-      "markers", "image: a test of the TF 1.15 stack's image against that "
-      "stack's venv: it runs in the TF 1.15 suite (make test "
-      "TF_VERSION=1.15.5), skipped on the others")
+      "markers", "image: a test of the stack's image against its venv: it "
+      "runs in the TF 1.15 suite (make test TF_VERSION=1.15.5) and the GPU "
+      "stack's (make test HOROVOD_GPU_OPERATIONS=NCCL, the GPU image), "
+      "skipped on the others")
   config.addinivalue_line(
-      "markers", "gpu_image: a test of the GPU image against the GPU stack's "
-      "venv: it runs in that stack's suite (make test "
-      "HOROVOD_GPU_OPERATIONS=NCCL), skipped on the others")
+      "markers", "gpu_image: a test of the GPU image alone: it runs in the "
+      "GPU stack's suite, skipped on the others")
   config.addinivalue_line(
       "markers", "one_stack: what it checks does not change with the "
       "TensorFlow stack (the launcher side, the test hosts' harness, the "
@@ -167,10 +162,11 @@ def pytest_collection_modifyitems(items):
   for item in items:
     if not HOROVOD and item.nodeid.split("[")[0] in NEEDS_HOROVOD:
       item.add_marker(pytest.mark.skip(reason=NO_HOROVOD))
-    if not compat.TF1 and item.get_closest_marker("image"):
+    if (not (compat.TF1 or images.GPU_STACK)
+        and item.get_closest_marker("image")):
       item.add_marker(pytest.mark.skip(
-          reason="the TF 1.15 image is tested in the TF 1.15 suite"))
-    if not GPU_STACK and item.get_closest_marker("gpu_image"):
+          reason="the images are tested in the TF 1.15 and GPU suites"))
+    if not images.GPU_STACK and item.get_closest_marker("gpu_image"):
       item.add_marker(pytest.mark.skip(
           reason="the GPU image is tested in the GPU stack's suite"))
     group = next((group for group, fixtures in SHARED_GROUPS

@@ -1,18 +1,31 @@
-"""The stacks' images for the tests: built by `make image` unless they are
-there, and flattened once for Charliecloud.
+"""The image of the stack the suite runs on, for the tests: built by `make
+image` unless it is there, and flattened once for Charliecloud. The TF 1.15
+stack's suite tests its image; the GPU stack's (make test
+HOROVOD_GPU_OPERATIONS=NCCL) the GPU image.
 
     image = ensure_image()            # "localhost/legacy-hvd:tf1.15.5"
-    image = ensure_image(tag, ("HOROVOD_GPU_OPERATIONS=NCCL",))   # another
     directory = flat_image(image)     # ch-run's image directory, shared
 """
 import fcntl
 import os
 import shutil
 import subprocess
+import sysconfig
 
 from tests.helpers import REPO, assert_ok
 
-IMAGE = "localhost/legacy-hvd:tf1.15.5"
+from legacy_hvd.common import compat
+
+# The GPU stack: TensorFlow's NCCL wheel beside it.
+GPU_STACK = os.path.isdir(os.path.join(sysconfig.get_paths()["purelib"],
+                                       "nvidia", "nccl"))
+if GPU_STACK:
+  IMAGE = f"localhost/legacy-hvd:tf{compat.tf.version.VERSION}-nccl"
+  MAKE_IMAGE = (f"TF_VERSION={compat.tf.version.VERSION}",
+                "HOROVOD_GPU_OPERATIONS=NCCL")
+else:
+  IMAGE = "localhost/legacy-hvd:tf1.15.5"
+  MAKE_IMAGE = ("TF_VERSION=1.15.5",)
 BUILD_TIMEOUT = 1200   # a Horovod compile and a TF 1.15 download at worst
 CONVERT_TIMEOUT = 600
 # ch-convert's directories, one per image id: every test (and test worker)
@@ -21,13 +34,12 @@ CONVERT_TIMEOUT = 600
 FLAT_ROOT = "/var/tmp/legacy-hvd-ch"
 
 
-def ensure_image(image=IMAGE, variables=("TF_VERSION=1.15.5",)):
-  """`image`, built by `make image VARIABLES` unless it is there."""
-  if subprocess.run(["podman", "image", "exists", image]).returncode != 0:
-    assert_ok(subprocess.run(["make", "image", *variables],
+def ensure_image():
+  if subprocess.run(["podman", "image", "exists", IMAGE]).returncode != 0:
+    assert_ok(subprocess.run(["make", "image", *MAKE_IMAGE],
                              cwd=REPO, capture_output=True, text=True,
                              timeout=BUILD_TIMEOUT))
-  return image
+  return IMAGE
 
 
 def flat_image(image):

@@ -4,7 +4,8 @@ image on lh1 under Charliecloud, and each remote rank is started in the
 image on its own host by the ssh key's forced command. No sshd in the
 image, nothing of the stack installed on the hosts.
 
-Runs in the TF 1.15 suite (the `image` mark), beside the host tests.
+Runs in the TF 1.15 suite and the GPU stack's (the `image` mark: the
+stack's image), beside the host tests.
 """
 import json
 import os
@@ -12,6 +13,7 @@ import re
 
 import pytest
 
+from legacy_hvd.common import compat
 from tests.helpers import error_lines, hostjobs, images, slurmjobs, wait_for
 
 pytestmark = pytest.mark.image
@@ -107,8 +109,8 @@ def test_every_rank_in_the_image_two_hosts_equal_one_host(
   lines = hostjobs.start_lines(output)
   assert sorted(host for host, *_ in lines.values()) == [
       "lh1", "lh1", "lh2", "lh2"], output[-6000:]
-  # lh2's ranks ran the image's stack: the hosts have no Python 3.7.
-  assert two["tensorflow_version"] == "1.15.5"
+  # lh2's ranks ran the image's stack: the hosts have none.
+  assert two["tensorflow_version"] == compat.tf.version.VERSION
   code, output = run_in_image(test_hosts, hybrid, 4, "lh1:4",
                               os.path.join(scratch, "image-1x4"), args,
                               tmp_path / "one.log")
@@ -172,7 +174,7 @@ def test_slurm_tasks_in_the_image_requeue_and_resume_as_without_it(
   assert "Resuming from global step {}".format(step) in output
   with open(os.path.join(job.model_dir, "results.json")) as f:
     resumed = json.load(f)
-  assert resumed["tensorflow_version"] == "1.15.5"
+  assert resumed["tensorflow_version"] == compat.tf.version.VERSION
   assert resumed["start_step"] == step
   # Requeued in the image = uninterrupted in the image, bit for bit.
   assert resumed["weight_digests"] == two_by_two[2]["weight_digests"]

@@ -1,23 +1,28 @@
-"""The legacy stack's image (Containerfile, `make image TF_VERSION=1.15.5`):
-the main job in it is the job outside it, run by podman as users run it and
-by Charliecloud unprivileged.
+"""The stack's image (Containerfile): the legacy stack's, `make image
+TF_VERSION=1.15.5`, or the GPU image, `make image
+HOROVOD_GPU_OPERATIONS=NCCL`, on the CPU. The main job in it is the job
+outside it, run by podman as users run it and by Charliecloud unprivileged.
 
-These run in the TF 1.15 stack's run (tests/conftest.py: the `image`
-mark), which compares the image with that stack's own venv; the image is
-built first if it is not there.
+These run in the TF 1.15 stack's run and in the GPU stack's
+(tests/conftest.py: the `image` mark), which compare the image with that
+stack's own venv; the image is built first if it is not there.
 """
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import pytest
 
+from legacy_hvd.common import compat
 from legacy_hvd.data import embedded
 from tests.helpers import assert_ok, horovodrun, images, read_results
 
 pytestmark = pytest.mark.image
+
+TF_VERSION = compat.tf.version.VERSION
 
 JOB_TIMEOUT = 240
 STEPS = 20
@@ -28,7 +33,7 @@ JOB = ["--batch_size=64", "--deterministic", "--log_every_n_steps=10",
 
 @pytest.fixture(scope="module")
 def image():
-  """The TF 1.15.5 image, built by `make image` unless it exists."""
+  """The stack's image, built by `make image` unless it exists."""
   return images.ensure_image()
 
 
@@ -70,8 +75,8 @@ def test_the_image_says_its_stack_and_runs_as_a_user(image):
       check=True).stdout)[0]
   labels = inspected["Config"]["Labels"]
   assert (labels["legacy-hvd.tensorflow"], labels["legacy-hvd.horovod"]) == (
-      "1.15.5", "0.28.1")
-  assert labels["legacy-hvd.python"].startswith("3.7")
+      TF_VERSION, "0.28.1")
+  assert labels["legacy-hvd.python"].startswith("%d.%d." % sys.version_info[:2])
   assert inspected["Config"]["User"] not in ("", "root", "0")
   checked = subprocess.run(
       ["podman", "run", "--rm", "--network=host", image, "sh", "-c",
@@ -79,7 +84,7 @@ def test_the_image_says_its_stack_and_runs_as_a_user(image):
       capture_output=True, text=True, timeout=JOB_TIMEOUT)
   assert_ok(checked)
   assert checked.stdout.split()[0] != "0"
-  assert "TensorFlow 1.15.5, Horovod 0.28.1, Gloo built" in checked.stdout
+  assert f"TensorFlow {TF_VERSION}, Horovod 0.28.1, Gloo built" in checked.stdout
 
 
 def test_the_job_in_the_image_is_the_venv_job_and_each_resumes_the_other(
@@ -91,7 +96,7 @@ def test_the_job_in_the_image_is_the_venv_job_and_each_resumes_the_other(
       venv_run)
   # Every rank's weights, bit for bit.
   assert in_the_image["weight_digests"] == on_the_venv["weight_digests"]
-  assert in_the_image["tensorflow_version"] == "1.15.5"
+  assert in_the_image["tensorflow_version"] == TF_VERSION
   # What the image wrote is this user's, as the venv run's is.
   for name in os.listdir(runs / "image"):
     assert os.stat(runs / "image" / name).st_uid == os.getuid(), name
