@@ -64,13 +64,15 @@ def main(argv):
     tf.config.experimental.set_memory_growth(gpu, True)
     tf.config.set_visible_devices(gpu, "GPU")
   devices.place_eager_rank(config, ranks, own_threads)
-  # tf.distribute: one replica per worker, its collectives over gRPC; one
-  # waiting longer than --collective_timeout for a peer fails the step
-  # (without a time-out, a dead peer leaves the others waiting for ever).
+  # tf.distribute: one replica per worker, its collectives over gRPC (NCCL
+  # on a GPU: AUTO is TensorFlow's ring); a peer silent for longer than
+  # --collective_timeout fails the step, else a dead one hangs the rest.
+  implementation = tf.distribute.experimental.CommunicationImplementation
   with cluster.ending_if_the_cluster_fails(workers, ranks.rank):
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         cluster_resolver=resolver,
         communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=implementation.NCCL if gpu else implementation.AUTO,
             timeout_seconds=config.collective_timeout))
   # TensorFlow's pre-emption notifier took SIGTERM for itself: it is the
   # job's stop signal again (an agreed step, a checkpoint), as elsewhere.
