@@ -209,7 +209,8 @@ clean:
 	rm -rf .venv .venv-tf* build *.egg-info .pytest_cache
 
 # Container images, one per stack (Containerfile): `make image
-# [TF_VERSION=...]` tags legacy-hvd:tf$(TF_VERSION). tools/images.py installs
+# [TF_VERSION=...]` tags legacy-hvd:tf$(TF_VERSION), with
+# HOROVOD_GPU_OPERATIONS=NCCL the GPU image (docs/gpu.md). tools/images.py installs
 # podman where missing and makes the base image where no registry has it; the
 # cached Horovod wheel of the image's Python goes into the build context
 # (.image-wheels/), so the build stage compiles nothing. The podman build line

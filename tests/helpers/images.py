@@ -12,9 +12,8 @@ import shutil
 import subprocess
 import sysconfig
 
-from tests.helpers import REPO, assert_ok
-
 from legacy_hvd.common import compat
+from tests.helpers import REPO, assert_ok
 
 # The GPU stack: TensorFlow's NCCL wheel beside it.
 GPU_STACK = os.path.isdir(os.path.join(sysconfig.get_paths()["purelib"],

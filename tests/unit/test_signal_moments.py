@@ -1,0 +1,50 @@
+"""tools/signal_moments.py's own logic, without a run: its arguments, the
+lines it reads and its verdicts."""
+import pytest
+
+from tools import signal_moments as sm
+
+REFERENCE = {"digests": [[1.0], [1.0]]}
+
+
+def record(**fields):
+  values = {"code": 143, "traceback": False, "left": [], "stopped_at": None,
+            "resumed_from": 0, "digests": None, "finished": False}
+  values.update(fields)
+  return values
+
+
+@pytest.mark.parametrize("argv, wrong", [
+    (["--launchers=mpirun"], "--launchers: mpirun"),
+    (["--signals=TERM,NOPE"], "--signals: NOPE"),
+    (["--moments=step:ten"], "--moments: step:ten"),
+])
+def test_bad_arguments_are_one_line(argv, wrong, capsys):
+  with pytest.raises(SystemExit):
+    sm.parse_args(["--out=x", *argv])
+  assert wrong in capsys.readouterr().err
+
+
+def test_the_lines_it_reads():
+  assert sm.stopped_step("[0]<stderr>:I... Stopped by signal 15 at step 7; "
+                         "the checkpoint ...") == 7
+  assert sm.stopped_step("Stopped by another rank's signal at step 3") == 3
+  assert sm.stopped_step("step 3: loss 2.1") is None
+  assert sm.resumed_step("Resuming from global step 10") == 10
+  assert sm.resumed_step("starting") == 0
+  assert sm.moment_line("start+0.5", 20) is None
+  assert sm.moment_line("final", 20) == r"\bstep 20: "
+
+
+def test_a_stop_resumed_where_it_stopped_with_equal_weights_is_kept():
+  first = record(stopped_at=7)
+  second = record(code=0, resumed_from=7, digests=REFERENCE["digests"])
+  assert sm.judged(first, second, REFERENCE) == []
+
+
+def test_what_fails_a_row():
+  first = record(stopped_at=7, traceback=True, left=[4242])
+  second = record(code="hang", resumed_from=0, digests=[[2.0], [2.0]])
+  assert sm.judged(first, second, REFERENCE) == [
+      "run: a traceback", "run: processes left [4242]", "rerun hung",
+      "weights differ from the reference", "stopped at 7, resumed from 0"]
