@@ -21,12 +21,15 @@ its hang-up (`--to group`).
 
 A row holds: the first run's exit code; the step every rank agreed to stop
 at (rank 0's `Stopped by ...` line; `-` when none); the latest checkpoint;
-a rank's traceback or a process of the job left behind 30 s after it
-ended (either fails the row); the second run's first step (`Resuming from
+a traceback of a rank or of the project's launchers (horovodrun's own are
+its), or a process of the job left behind 30 s after it ended (either
+fails the row); the second run's first step (`Resuming from
 global step N`, else 0) and whether its weights equal the reference's bit
 for bit (--deterministic). `kept` is yes when nothing failed: the job
 ended, kept what it had, and the same command finished it exactly. A first
-run that had already finished (results.json) needs no second.
+run that had already finished (results.json) needs no second; if the
+signal came before rank 0 logged the last step, it was lost (the job ran
+on to its end, with its launcher or without).
 
 Writes DIR/report.md (the table) and DIR/report.json; every run's output
 stays in DIR/<launcher>/<run>/job.log. One job at a time on this host.
@@ -116,8 +119,9 @@ def run(launcher, run_dir, args, stop=None):
   with open(log_path, "w") as log:
     job = subprocess.Popen(command(launcher, model_dir, args), stdout=log,
                            stderr=subprocess.STDOUT, start_new_session=True)
+    early = False
     if stop:
-      sent = wait_and_send(job, log_path, started, stop, args)
+      sent, early = wait_and_send(job, log_path, started, stop, args)
     try:
       code = job.wait(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -126,36 +130,49 @@ def run(launcher, run_dir, args, stop=None):
       job.wait()
   ended = time.monotonic()
   output = open(log_path, errors="replace").read()
-  return {"code": code, "sent": sent, "seconds": round(ended - started, 1),
+  return {"code": code, "sent": sent, "before_the_last_step": early,
+          "seconds": round(ended - started, 1),
           "stopped_at": stopped_step(output), "latest": latest(model_dir),
           "resumed_from": resumed_step(output),
-          "traceback": bool(re.search(r"\]<std\w+>:Traceback|^Traceback",
-                                      output, re.M)),
+          "traceback": ours_traceback(output),
           "left": left_behind(model_dir),
           "finished": os.path.exists(os.path.join(model_dir, "results.json")),
           "digests": digests(model_dir)}
 
 
 def wait_and_send(job, log_path, started, stop, args):
-  """Sends the signal at its moment; seconds after the start it went, or
-  None when the job ended first."""
+  """Sends the signal at its moment: (seconds after the start it went, or
+  None when the job ended first; whether rank 0 had not yet logged the
+  last step)."""
   name, moment = stop
   pattern = moment_line(moment, args.steps)
   at = None if pattern else float(moment.split("+")[1])
   while job.poll() is None:
+    output = open(log_path, errors="replace").read()
     if at is not None and time.monotonic() - started >= at:
       break
-    if pattern and re.search(pattern, open(log_path, errors="replace").read()):
+    if pattern and re.search(pattern, output):
       break
     time.sleep(0.02)
   else:
-    return None
+    return None, False
   number = getattr(signal, "SIG" + name)
   if args.to == "group":
     os.killpg(job.pid, number)
   else:
     job.send_signal(number)
-  return round(time.monotonic() - started, 2)
+  early = not re.search(moment_line("final", args.steps), output)
+  return round(time.monotonic() - started, 2), early
+
+
+def ours_traceback(output):
+  """Whether a rank, or one of the project's launchers, printed a traceback
+  (horovodrun's own, after a rank's non-zero exit, are not ours)."""
+  if re.search(r"\]<std\w+>:Traceback", output):
+    return True
+  blocks = re.findall(r"^Traceback \(most recent call last\):\n((?:[ \t].*\n)*)",
+                      output, re.M)
+  return any("legacy_hvd" in block for block in blocks)
 
 
 def stopped_step(output):
@@ -211,6 +228,9 @@ def judged(first, second, reference):
       failures.append(f"{name}: a traceback")
     if record["left"]:
       failures.append(f"{name}: processes left {record['left']}")
+  if first["finished"] and first["before_the_last_step"]:
+    failures.append("lost: the job ran to its end"
+                    + (" without its launcher" if first["code"] != 0 else ""))
   last = second or first
   if last["digests"] != reference["digests"]:
     failures.append("weights differ from the reference")

@@ -12,6 +12,12 @@ import os
 import signal
 
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
+LAUNCHER_HANDLED = HANDLED + (signal.SIGHUP,)   # and its session gone
+
+
+def passed_on(signum):
+  """SIGHUP goes on as SIGTERM (a rank takes none); the rest as they came."""
+  return signal.SIGTERM if signum == signal.SIGHUP else signum
 
 
 def hold(signums=HANDLED):

@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 PROGRAM = "legacy_hvd.launch.supervise"
 REQUEUE = cli.LOST_PEER  # 75, EX_TEMPFAIL: hosts or restarts ran out
 RANK_FAILED = 70         # EX_SOFTWARE: a rank's own error; not relaunched
-FORWARDED = signals.HANDLED   # SIGTERM, SIGINT, SIGUSR1
+FORWARDED = signals.LAUNCHER_HANDLED   # SIGTERM, SIGINT, SIGUSR1, SIGHUP
 LEFTOVER_SECONDS = 90   # for the last run's processes to be gone
 
 
@@ -61,7 +61,7 @@ def horovodrun():
 
 
 class Stop(signals.Recorder):
-  """SIGTERM, SIGINT and SIGUSR1, recorded (`first`), passed to horovodrun."""
+  """The stop signals and SIGHUP, recorded (`first`), passed to horovodrun."""
 
   def __init__(self):
     super().__init__(FORWARDED)
@@ -69,7 +69,7 @@ class Stop(signals.Recorder):
 
   def react(self, signum):
     if self.job is not None and self.job.poll() is None:
-      self.job.send_signal(signum)
+      self.job.send_signal(signals.passed_on(signum))
 
 
 def launch(hosts, command, stop, env):

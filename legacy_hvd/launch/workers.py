@@ -81,8 +81,10 @@ def start(worker, command, env, ssh_timeout, ssh_port=None):
         " ".join(shlex.quote(word) for word in command))
     argv = hostlists.ssh_command(worker.host, ssh_timeout, ssh_port) + [remote]
     child_env = env
+  # Its own session: a terminal's Ctrl-C or hang-up comes once, by Forward.
   return subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          start_new_session=True)
 
 
 def pass_through(rank, process):
@@ -143,16 +145,16 @@ FLAGS = flags.FLAGS
 
 
 class Forward(signals.Recorder):
-  """The stop signals, passed on to every worker process."""
+  """The stop signals and SIGHUP, passed on to every worker process."""
 
   def __init__(self):
-    super().__init__(signals.HANDLED)
+    super().__init__(signals.LAUNCHER_HANDLED)
     self.processes = []
 
   def react(self, signum):
     for process in self.processes:
       if process.poll() is None:
-        process.send_signal(signum)
+        process.send_signal(signals.passed_on(signum))
 
 
 def main(argv):

@@ -114,6 +114,15 @@ def test_the_recorder_records_each_signal_and_reacts_first():
                               (signal.SIGUSR2, signal.SIGUSR2)]
 
 
+def test_the_launchers_pass_a_hang_up_on_as_a_stop():
+  # A rank takes no SIGHUP (it would die of it): its launcher's session gone
+  # is a stop request like SIGTERM; the stop signals go on as they came.
+  assert signal.SIGHUP in signals.LAUNCHER_HANDLED
+  assert signals.passed_on(signal.SIGHUP) == signal.SIGTERM
+  assert [signals.passed_on(s) for s in signals.HANDLED] == list(
+      signals.HANDLED)
+
+
 def test_a_trainers_stop_request_is_the_first_signal():
   before = signal.getsignal(signal.SIGTERM)
   try:

@@ -9,7 +9,8 @@ REFERENCE = {"digests": [[1.0], [1.0]]}
 
 def record(**fields):
   values = {"code": 143, "traceback": False, "left": [], "stopped_at": None,
-            "resumed_from": 0, "digests": None, "finished": False}
+            "resumed_from": 0, "digests": None, "finished": False,
+            "before_the_last_step": True}
   values.update(fields)
   return values
 
@@ -32,6 +33,14 @@ def test_the_lines_it_reads():
   assert sm.stopped_step("step 3: loss 2.1") is None
   assert sm.resumed_step("Resuming from global step 10") == 10
   assert sm.resumed_step("starting") == 0
+  horovodrun_s = ('Traceback (most recent call last):\n  File "/v/bin/horovodrun"'
+                  ', line 8, in <module>\n    sys.exit(run_commandline())\n'
+                  'RuntimeError: Horovod detected that one or more processes '
+                  'exited with non-zero status\n')
+  assert not sm.ours_traceback(horovodrun_s)
+  assert sm.ours_traceback(horovodrun_s.replace("/v/bin/horovodrun",
+                                                "/r/legacy_hvd/launch/x.py"))
+  assert sm.ours_traceback("[1]<stderr>:Traceback (most recent call last):\n")
   assert sm.moment_line("start+0.5", 20) is None
   assert sm.moment_line("final", 20) == r"\bstep 20: "
 
@@ -48,3 +57,11 @@ def test_what_fails_a_row():
   assert sm.judged(first, second, REFERENCE) == [
       "run: a traceback", "run: processes left [4242]", "rerun hung",
       "weights differ from the reference", "stopped at 7, resumed from 0"]
+
+
+def test_a_signal_before_the_last_step_of_a_job_that_finished_was_lost():
+  finished = record(code=-1, finished=True, digests=REFERENCE["digests"])
+  assert sm.judged(finished, None, REFERENCE) == [
+      "lost: the job ran to its end without its launcher"]
+  late = dict(finished, code=0, before_the_last_step=False)
+  assert sm.judged(late, None, REFERENCE) == []
