@@ -224,7 +224,7 @@ IMAGE_WHEELS := $(HOME)/.cache/legacy-hvd/wheels/horovod-$(HOROVOD_VERSION)-tf$(
 # mounted for the build stage alone; its labels are the stack's pins.
 IMAGE_GPU = $(if $(GPU_FLAG),--build-arg HOROVOD_GPU_OPERATIONS=NCCL \
 	-v $(realpath $(CUDA_HOME)):/usr/local/cuda:ro \
-	--build-arg CUDA_VERSION=$(call pin,nvidia-cuda-runtime-cu12) \
+	--build-arg CUDA_VERSION=$(TF_CUDA) \
 	--build-arg CUDNN_VERSION=$(call pin,nvidia-cudnn-cu12) \
 	--build-arg NCCL_VERSION=$(NCCL_VERSION) \
 	--build-arg HOROVOD_CUDA_TOOLKIT=$(TOOLKIT_CUDA) \

@@ -446,11 +446,10 @@ def labels(args):
     fail(f"the image's Horovod is {horovod_version}, its controller label says "
          f"{args.horovod_controller}: expected none with no Horovod, else gloo or mpi")
   for label, distribution in GPU_WHEELS:
-    version = installed(distribution)
-    if version != getattr(args, label + "_version"):
+    version, said = installed(distribution), getattr(args, label + "_version")
+    if version != said:
       fail(f"the image's {distribution} is {version}, its {label} label says "
-           f"{getattr(args, label + '_version')} (pass --build-arg "
-           f"{label.upper()}_VERSION={version})")
+           f"{said} (pass --build-arg {label.upper()}_VERSION={version})")
   gpu = ("" if args.cuda_version == "none" else
          f", CUDA {args.cuda_version}, cuDNN {args.cudnn_version}, NCCL {args.nccl_version}")
   say(f"labels true: Python {python}, TensorFlow {tf.version.VERSION}, "

@@ -100,12 +100,15 @@ def command(launcher, model_dir, args):
 
 def moment_line(moment, steps):
   """The regular expression of rank 0's line that makes `moment`, or None
-  for a time after the start."""
-  kind, _, value = moment.partition(":")
-  step = steps if kind == "final" else value
-  return {"step": rf"\bstep {step}: ", "final": rf"\bstep {step}: ",
-          "save": rf"Saving checkpoints? for {step}\b|saved .*ckpt-{step}\b",
-          "eval": rf"\bstep {step}: "}.get(kind)
+  for a time after the start. save:N is the graph job's own line (under
+  horovodrun and the supervisor); eval:N is the step the evaluation is
+  due after."""
+  if moment.startswith("start+"):
+    return None
+  kind, _, step = moment.partition(":")
+  if kind == "save":
+    return rf"Saving checkpoints for {step} into"
+  return rf"\bstep {step or steps}: "
 
 
 def run(launcher, run_dir, args, stop=None):
@@ -129,7 +132,8 @@ def run(launcher, run_dir, args, stop=None):
       code = "hang"
       job.wait()
   ended = time.monotonic()
-  output = open(log_path, errors="replace").read()
+  with open(log_path, errors="replace") as log:
+    output = log.read()
   return {"code": code, "sent": sent, "before_the_last_step": early,
           "seconds": round(ended - started, 1),
           "stopped_at": stopped_step(output), "latest": latest(model_dir),
@@ -147,15 +151,17 @@ def wait_and_send(job, log_path, started, stop, args):
   name, moment = stop
   pattern = moment_line(moment, args.steps)
   at = None if pattern else float(moment.split("+")[1])
-  while job.poll() is None:
-    output = open(log_path, errors="replace").read()
-    if at is not None and time.monotonic() - started >= at:
-      break
-    if pattern and re.search(pattern, output):
-      break
-    time.sleep(0.02)
-  else:
-    return None, False
+  output = ""
+  with open(log_path, errors="replace") as log:
+    while job.poll() is None:
+      output += log.read()   # what was written since the last look
+      if at is not None and time.monotonic() - started >= at:
+        break
+      if pattern and re.search(pattern, output):
+        break
+      time.sleep(0.02)
+    else:
+      return None, False
   number = getattr(signal, "SIG" + name)
   if args.to == "group":
     os.killpg(job.pid, number)
@@ -283,12 +289,12 @@ TABLE_HEAD = ("| launcher | signal | to | moment | sent (s) | exit | stopped at 
 def table_row(row):
   first, second = row["run"], row["rerun"]
 
-  def shown(value):
-    return "-" if value is None else str(value)
+  def shown(value, none="-"):
+    return none if value is None else str(value)
 
   return "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
       row["launcher"], row["signal"], row["to"], row["moment"],
-      shown(first["sent"]) if first["sent"] is not None else "after the end",
+      shown(first["sent"], "after the end"),
       first["code"], shown(first["stopped_at"]), shown(first["latest"]),
       "finished" if second is None else second["resumed_from"],
       "-" if second is None else second["code"],
