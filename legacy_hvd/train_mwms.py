@@ -75,8 +75,8 @@ def main(argv):
             implementation=implementation.NCCL if gpu else implementation.AUTO,
             timeout_seconds=config.collective_timeout))
   # TensorFlow's pre-emption notifier took SIGTERM for itself: it is the
-  # job's stop signal again (an agreed step, a checkpoint), as elsewhere.
-  stop_signals.install()
+  # job's stop signal again (an agreed step, a checkpoint), one it took too.
+  cluster.take_back_sigterm(stop_signals)
   collectives = strategy_collectives.Collectives(strategy, ranks.rank)
   with eager_job.start(config, data, ranks, stop_signals,
                        f"MWMS loop ({config.optimizer_impl} optimizer)",

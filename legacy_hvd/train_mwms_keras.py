@@ -65,7 +65,7 @@ def main(argv):
             implementation=implementation.NCCL if gpu else implementation.AUTO,
             timeout_seconds=config.collective_timeout))
   # TensorFlow's pre-emption notifier took SIGTERM: the job's stop again.
-  stop_signals.install()
+  cluster.take_back_sigterm(stop_signals)
   collectives = strategy_collectives.Collectives(strategy, ranks.rank)
   with eager_job.start(config, data, ranks, stop_signals, "MWMS Keras fit",
                        collectives) as runtime:

@@ -10,6 +10,7 @@ exits with the code of the same one, whichever rank it reached. Standard
 library only; Python 3.7-compatible."""
 import os
 import signal
+import subprocess
 
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 LAUNCHER_HANDLED = HANDLED + (signal.SIGHUP,)   # and its session gone
@@ -24,6 +25,16 @@ def hold(signums=HANDLED):
   """Holds `signums` pending, across an exec, until a Recorder of them is
   installed: a process that starts would otherwise die of them."""
   signal.pthread_sigmask(signal.SIG_BLOCK, signums)
+
+
+def blocked_start():
+  """The argv prefix that execs a command with HANDLED held (hold()) until its
+  Recorder installs, or none where `env` cannot (GNU coreutils < 8.31)."""
+  argv = ["env", "--block-signal=" + ",".join(
+      signal.Signals(signum).name[3:] for signum in HANDLED)]
+  works = subprocess.run(argv + ["true"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL).returncode == 0
+  return argv if works else []
 
 
 def ignore(signums=HANDLED):
@@ -51,6 +62,10 @@ class Recorder(object):
 
   def _record(self, signum, frame):
     del frame
+    self.receive(signum)
+
+  def receive(self, signum):
+    """`signum` as if it came (one another handler took meanwhile)."""
     # Before it is recorded: react() sees what came earlier.
     self.react(signum)
     self.first = self.first or signum

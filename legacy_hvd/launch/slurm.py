@@ -226,7 +226,8 @@ def launch(args, trainer_args, binds, env, received):
   # rank has stopped first.
   argv = ["srun", "--nodes={}".format(len(plan)), "--ntasks={}".format(size),
           "--distribution=block", "--kill-on-bad-exit=0", "--label",
-          "--wait={}".format(TASK_WAIT), "--mpi=none", *blocked_start(),
+          "--wait={}".format(TASK_WAIT), "--mpi=none",
+          *signals.blocked_start(),
           *container.task_command(args.image, binds), "-m",
           "legacy_hvd.launch.slurm_task", args.module, *trainer_args]
   mark = run_outcome.results_mark(directory)
@@ -307,18 +308,6 @@ def on_node(node, command):
   """The argv that runs shell `command` on `node` of this allocation."""
   return ["srun", "--nodes=1", "--ntasks=1", "--nodelist=" + node,
           "--mpi=none", "--quiet", "sh", "-c", command]
-
-
-def blocked_start():
-  """The prefix that starts each task with the trainer's stop signals held
-  blocked until its handlers exist, or none where `env` cannot (GNU
-  coreutils before 8.31; slurm_task's own hold then covers the trainer's
-  start, not Python's): srun delivers a warning to tasks as they start."""
-  argv = ["env", "--block-signal=" + ",".join(
-      signal.Signals(signum).name[3:] for signum in signals.HANDLED)]
-  works = subprocess.run(argv + ["true"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL).returncode == 0
-  return argv if works else []
 
 
 def stop_before_start(received, job, directory):

@@ -177,15 +177,15 @@ def main(argv):
               " (unreachable: {})".format(describe(unreachable))
               if unreachable else "", step, model_dir))
     mark = run_outcome.results_mark(model_dir)
-    if not stop.first:
-      used = [host for host, _ in hosts]
-      code, lines = launch(hosts, command, stop, dict(
-          os.environ, **leftovers.mark(run_id, len(restarts)),
-          **{cli.DECIDER: PROGRAM}))
     if stop.first:
-      say("stopped by signal {}; relaunching nothing".format(stop.first))
-      sys.exit(128 + stop.first)
+      stopped(stop)
+    used = [host for host, _ in hosts]
+    code, lines = launch(hosts, command, stop, dict(
+        os.environ, **leftovers.mark(run_id, len(restarts)),
+        **{cli.DECIDER: PROGRAM}))
     lost = lines.outcome(code, model_dir, mark)
+    if stop.first and lost.kind != run_outcome.TRAINED:   # else: too late
+      stopped(stop)
     end_unless_lost(lost, restarts, model_dir)
     pool.drop(lost.dropped)
     if len(restarts) >= FLAGS.max_restarts:
@@ -194,6 +194,12 @@ def main(argv):
                    lost.what, len(restarts), FLAGS.max_restarts,
                    checkpoint_state.latest_step(model_dir), model_dir),
                REQUEUE)
+
+
+def stopped(stop):
+  """Ends the supervisor for the signal it passed on: nothing relaunched."""
+  say("stopped by signal {}; relaunching nothing".format(stop.first))
+  sys.exit(128 + stop.first)
 
 
 def wait_for_leftovers(run_id, hosts):

@@ -66,16 +66,17 @@ def plan(hosts, port):
           for rank, (host, _) in enumerate(addresses)]
 
 
-def start(worker, command, env, ssh_timeout, ssh_port=None):
-  """The worker's process (a Popen; its stdout and stderr piped)."""
+def start(worker, command, env, ssh_timeout, ssh_port=None, held=()):
+  """The worker's process (a Popen; its stdout and stderr piped). `held`:
+  signals.blocked_start(), a stop signal kept until the worker takes it."""
   variables = dict(env, TF_CONFIG=worker.tf_config)
   if hostlists.is_local(worker.host):
-    argv, child_env = list(command), variables
+    argv, child_env = [*held, *command], variables
   else:
     forwarded = {name: value for name, value in variables.items()
                  if name in FORWARDED or name.startswith(FORWARDED_PREFIXES)}
-    remote = "cd {} > /dev/null 2>&1; exec env {} {}".format(
-        shlex.quote(os.getcwd()),
+    remote = "cd {} > /dev/null 2>&1; exec env {} {} {}".format(
+        shlex.quote(os.getcwd()), " ".join(held[1:]),   # (the hosts alike)
         " ".join("{}={}".format(name, shlex.quote(value))
                  for name, value in sorted(forwarded.items())),
         " ".join(shlex.quote(word) for word in command))
@@ -167,10 +168,11 @@ def main(argv):
   planned = plan(hosts, FLAGS.port or free_ports(
       max(slots for _, slots in hosts)))
   forward = Forward().install()
+  held = signals.blocked_start()
   copying = []
   for worker in planned:
     process = start(worker, command, dict(os.environ),
-                            FLAGS.ssh_timeout, FLAGS.ssh_port)
+                    FLAGS.ssh_timeout, FLAGS.ssh_port, held)
     forward.processes.append(process)
     copying += pass_through(worker.rank, process)
   code, rank = wait_all(forward.processes)

@@ -1,8 +1,11 @@
 """tf.distribute's cluster as the MWMS trainers start it."""
 import contextlib
 import os
+import signal
+import threading
 
 import tensorflow.compat.v2 as tf
+from tensorflow.python.eager import context   # its key-values: no public API
 
 from legacy_hvd.common import cli
 
@@ -13,6 +16,7 @@ from legacy_hvd.common import cli
 SLURM_PORTS = 20000
 SLURM_JOBS_APART = 1000
 SLURM_TASKS_PER_NODE = 32   # the most tasks a node runs of one job
+PREEMPTION_NOTICE = "TF_DEFAULT_PREEMPTION_NOTICE_KEY"   # set on SIGTERM
 
 
 def cluster_resolver(gpus_per_node):
@@ -55,3 +59,18 @@ def ending_if_the_cluster_fails(workers, rank):
                f"{','.join(workers)} up (the first failure's line says why)",
                reporter=True)
     cli.exit_quietly()
+
+
+def take_back_sigterm(stop_signals):
+  """After the strategy's start, whose pre-emption notifier took SIGTERM for
+  itself: SIGTERM is the job's stop again, and one the notifier took
+  meanwhile reaches `stop_signals` through its notice (on every worker)."""
+  stop_signals.install()
+
+  def watch():
+    try:
+      context.context().get_config_key_value(PREEMPTION_NOTICE)
+    except tf.errors.OpError:
+      return   # no coordination service (one worker), or the job ended
+    stop_signals.receive(signal.SIGTERM)
+  threading.Thread(target=watch, name="preemption_notice", daemon=True).start()

@@ -7,9 +7,15 @@ writes) are tests/jobs/test_faults.py's and test_write_faults.py's, this
 trainer among them (helpers.trainers)."""
 import json
 import os
+import re
 import signal
+import socket
+import subprocess
+import sys
+import textwrap
 import time
 
+import psutil
 import pytest
 
 from legacy_hvd.common import checkpoint_state
@@ -172,3 +178,59 @@ def test_mwms_lost_worker_is_named_in_one_line(module, fault, tmp_path):
   assert "<stderr>:Traceback" not in output
   assert rank_pid(model_dir, 0) is None
   assert left is None
+
+
+def test_a_sigterm_tensorflow_takes_as_the_strategy_starts_is_the_stop():
+  # MWMS's start installs TensorFlow's pre-emption notifier, which takes
+  # SIGTERM until the trainer takes it back: one that comes meanwhile (the
+  # window the signal_moments tool hit 3 times in 6) is still the stop.
+  with socket.socket() as s:
+    s.bind(("localhost", 0))
+    port = s.getsockname()[1]
+  script = textwrap.dedent("""
+      import os, signal, time
+      import tensorflow as tf
+      from legacy_hvd.common.signals import StopSignals
+      from legacy_hvd.rank import cluster
+      stop_signals = StopSignals().install()
+      tf.distribute.MultiWorkerMirroredStrategy()
+      os.kill(os.getpid(), signal.SIGTERM)
+      print("alive, recorded:", stop_signals.requested, flush=True)
+      cluster.take_back_sigterm(stop_signals)
+      for _ in range(200):
+        if not stop_signals.requested:
+          time.sleep(0.05)
+      print("recorded:", stop_signals.requested)""")
+  tf_config = {"cluster": {"worker": [f"localhost:{port}"]},
+               "task": {"type": "worker", "index": 0}}
+  done = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                        text=True, timeout=120,
+                        env=dict(os.environ, TF_CONFIG=json.dumps(tf_config)))
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "SIGTERM caught" in done.stderr   # TensorFlow's handler took it
+  assert done.stdout.splitlines() == [
+      "alive, recorded: 0", f"recorded: {int(signal.SIGTERM)}"], done.stdout
+
+
+def test_a_ctrl_c_before_the_workers_handlers_is_their_stop(tmp_path):
+  # A Ctrl-C as the job starts reaches the workers while they import
+  # TensorFlow: launch.workers holds it until their handlers exist, so it
+  # is their stop at the first step, not Python's KeyboardInterrupt.
+  model_dir = tmp_path / "model"
+  log_path = tmp_path / "job.log"
+  with open(log_path, "w") as log:
+    job = launch(MWMS, model_dir,
+                 embedded.ensure_generated(str(tmp_path / "data")), log)
+    try:
+      wait_for(lambda: len(psutil.Process(job.pid).children()) == 2, 30,
+               "both workers started")
+      job.send_signal(signal.SIGINT)
+      assert job.wait(timeout=120) == 128 + signal.SIGINT
+    finally:
+      if job.poll() is None:
+        job.kill()
+  output = log_path.read_text()
+  assert "Traceback" not in output and "KeyboardInterrupt" not in output
+  assert re.search(r"Stopped by (signal 2|another rank's signal) at step 1;",
+                   output), output[-3000:]
+  assert checkpoint_state.latest_step(model_dir) == 1
