@@ -81,32 +81,39 @@ def allocation(env):
 # -- the batch script's side -------------------------------------------------
 class Received(signals.Recorder):
   """What the batch shell received: SIGUSR1, a requeue request passed on to the
-  ranks; SIGTERM, recorded so that it does not end this shell before the
-  ranks have stopped (Slurm signals the tasks itself)."""
+  ranks; SIGINT or SIGHUP, a person's stop, passed on as SIGUSR1 (srun ends
+  its tasks at once on a SIGTERM) and never requeued; SIGTERM, recorded so
+  that it does not end this shell before the ranks have stopped (Slurm
+  signals the tasks itself)."""
 
   def __init__(self):
-    super().__init__((signal.SIGUSR1, signal.SIGTERM))
+    super().__init__(signals.LAUNCHER_HANDLED)
     self.srun = None
     self._passing_on = False
 
   @property
   def requeue(self):
-    return signal.SIGUSR1 in self.seen
+    return signal.SIGUSR1 in self.seen and not self.stop_asked
+
+  @property
+  def stop_asked(self):
+    """SIGINT or SIGHUP, a person's stop, if either came; else 0."""
+    return max(self.seen & {signal.SIGINT, signal.SIGHUP}, default=0)
 
   def react(self, signum):
-    if signum == signal.SIGUSR1:
+    if signum != signal.SIGTERM:
       self._pass_on()
 
   def replay(self, name):
     """The signal the batch script trapped before this launcher ran ("USR1",
-    "TERM" or none), received again."""
+    "TERM", ... or none), received again."""
     if name:
       os.kill(os.getpid(), signal.Signals["SIG" + name])
 
   def started(self, srun):
-    """srun runs: a warning that came while it started is passed on now."""
+    """srun runs: a signal that came while it started is passed on now."""
     self.srun = srun
-    if self.requeue:
+    if self.seen - {signal.SIGTERM}:
       self._pass_on()
 
   def _pass_on(self):
@@ -248,6 +255,11 @@ def launch(args, trainer_args, binds, env, received):
           job, len(ledger.restarts), "" if len(ledger.restarts) == 1
           else "s", "; listed in " + path if path else ""))
     return 0
+  if received.stop_asked:
+    log("job {}: ranks stopped at step {} ({}: a stop); not requeued".format(
+        job, checkpoint_state.latest_step(directory),
+        signal.Signals(received.stop_asked).name))
+    return 128 + received.stop_asked
   if outcome.kind == run_outcome.LOST:
     return requeue_after_loss(outcome, ledger, args, job, plan, directory)
   if outcome.kind == run_outcome.FAILED:
@@ -312,7 +324,7 @@ def on_node(node, command):
 
 def stop_before_start(received, job, directory):
   """A signal before srun started: requeued at once, or ended as asked."""
-  code = 128 + received.first
+  code = 128 + (received.stop_asked or received.first)
   why = requeue_reason(received, code, job)
   step = checkpoint_state.latest_step(directory)
   where = ("at step {} in ".format(step) if step else "in ") + directory
@@ -322,7 +334,7 @@ def stop_before_start(received, job, directory):
     slurm_healing.requeue(job)
     return 0
   log("job {}: {} before the ranks started; no rank was started".format(
-      job, signal.Signals(received.first).name))
+      job, signal.Signals(code - 128).name))
   return code
 
 
@@ -330,6 +342,8 @@ def requeue_reason(received, code, job):
   """Why the job should run again, or None: the early warning (SIGUSR1), or a
   SIGTERM to the tasks alone while the job still runs (a pre-emption's
   GraceTime; scancel and a time limit have ended the job in Slurm)."""
+  if received.stop_asked:
+    return None
   if received.requeue or code == STOPPED_FOR_REQUEUE:
     return "SIGUSR1"
   if code == STOPPED_BY_TERM and job_state(job) == "RUNNING":

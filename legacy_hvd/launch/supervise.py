@@ -10,6 +10,7 @@ requeue); a rank's own error, exit 70. The trainer resumes at the new world
 size. Imports no trainer, TensorFlow or Horovod. Python 3.7-compatible."""
 import os
 import shutil
+import signal
 import socket
 import sys
 import time
@@ -61,7 +62,9 @@ def horovodrun():
 
 
 class Stop(signals.Recorder):
-  """The stop signals and SIGHUP, recorded (`first`), passed to horovodrun."""
+  """The stop signals and SIGHUP, recorded (`first`), passed to horovodrun:
+  SIGINT as it came, the others as SIGTERM (horovodrun passes on those two
+  alone; it dies of a SIGUSR1, its ranks then stopping after it is gone)."""
 
   def __init__(self):
     super().__init__(FORWARDED)
@@ -69,7 +72,8 @@ class Stop(signals.Recorder):
 
   def react(self, signum):
     if self.job is not None and self.job.poll() is None:
-      self.job.send_signal(signals.passed_on(signum))
+      self.job.send_signal(signum if signum == signal.SIGINT
+                           else signal.SIGTERM)
 
 
 def launch(hosts, command, stop, env):

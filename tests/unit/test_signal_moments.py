@@ -65,3 +65,35 @@ def test_a_signal_before_the_last_step_of_a_job_that_finished_was_lost():
       "lost: the job ran to its end without its launcher"]
   late = dict(finished, code=0, before_the_last_step=False)
   assert sm.judged(late, None, REFERENCE) == []
+
+
+def test_slurm_warning_judges_a_job_by_its_state_and_lines():
+  from tools import slurm_warning
+  launcher = "legacy_hvd.launch.slurm: job 7: "
+  before = (launcher + "SIGUSR1 before the ranks started; requeueing, to "
+            "resume in /s/warn\n, restart 1: ...\nstep 20: loss 2.2\n")
+  row = slurm_warning.judge("w", "USR1", 0, 0.02, {
+      "JobState": "COMPLETED", "Restarts": "1"}, before)
+  assert row["kept"] and row["stopped_at"] is None
+  assert row["resumed_at"] == 0
+  assert row["launcher"].startswith("SIGUSR1 before the ranks started")
+  stopped = ("[0]: Stopped by signal 10 at step 1; the checkpoint ...\n"
+             + launcher + "ranks stopped at step 1 (SIGUSR1); requeueing\n"
+             ", restart 1: ...\nResuming from global step 1\n")
+  assert slurm_warning.judge("w", "USR1", 0.5, 0.51, {
+      "JobState": "COMPLETED", "Restarts": "1"}, stopped)["kept"]
+  for state, output in [({"JobState": "COMPLETED", "Restarts": "0"},
+                         "step 20: loss 2.2\n"),                  # lost
+                        ({"JobState": "FAILED", "Restarts": "0"}, ""),
+                        ({"JobState": "COMPLETED", "Restarts": "1"},
+                         stopped.replace("global step 1", "global step 0"))]:
+    assert not slurm_warning.judge("w", "USR1", 0, 0.02, state,
+                                   output)["kept"]
+  # A person's stop: not requeued, the ranks stopped where they agreed.
+  asked = ("[0]: Stopped by signal 15 at step 4; the checkpoint ...\n"
+           + launcher + "ranks stopped at step 4 (SIGINT: a stop); not "
+           "requeued\n")
+  failed = {"JobState": "FAILED", "Restarts": "0"}
+  row = slurm_warning.judge("w", "INT", 3, 3.01, failed, asked)
+  assert row["kept"] and row["stopped_at"] == 4
+  assert not slurm_warning.judge("w", "INT", 3, 3.01, failed, "")["kept"]
