@@ -13,6 +13,7 @@ Never imports TensorFlow or Horovod's frameworks, even indirectly.
   run_outcome  how a supervised run or an srun step ended
   job_evidence  what a job's own logs, timeline and results say
   leftovers    an earlier run's processes, found by their mark
+  writable     what a job writes first, checked before any rank starts
   slurm_healing  a Slurm job's restarts after losses, kept across requeues
   container    the Slurm launcher's tasks in an image (ch-run)
 """

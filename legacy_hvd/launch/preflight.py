@@ -25,6 +25,7 @@ from flags import preflight as preflight_flags
 from legacy_hvd.common import cli
 from legacy_hvd.common import paths
 from legacy_hvd.launch import hostlists
+from legacy_hvd.launch import writable
 
 FLAGS = flags.FLAGS
 SSH_UNREACHABLE = 255    # ssh's exit status for its own failures
@@ -69,14 +70,8 @@ def data_state(data_dir):
 
 def model_dir_state(path):
   """Whether rank 0 could create and write `path` (nothing is created)."""
-  if os.path.exists(path) and not os.path.isdir(path):
-    return False, "--model_dir={}: is a file; expected a directory".format(path)
-  parent = paths.existing_ancestor(path)
-  if not os.path.isdir(parent):
-    return False, "--model_dir={}: {} is a file".format(path, parent)
-  if not os.access(parent, os.W_OK | os.X_OK):
-    return False, "--model_dir={}: {} is not writable".format(path, parent)
-  return True, "writable"
+  problem = writable.model_dir_problem(path)
+  return (False, problem) if problem else (True, "writable")
 
 
 def probe(request):
@@ -242,6 +237,9 @@ def main(argv):
     facts = {h: futures[h].result() for h in hosts}
   print(table(hosts, slots, facts, FLAGS.network_interface), flush=True)
   found = problems(hosts, facts, FLAGS.network_interface, FLAGS.data_dir)
+  # Horovod: horovodrun runs here, and writes here first.
+  found += ["this host: " + line for line in writable.problems(
+      horovodrun=True)]
   for problem in found:
     print("{}: error: {}".format("legacy_hvd.launch.preflight", problem),
           file=sys.stderr, flush=True)

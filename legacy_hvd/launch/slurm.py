@@ -31,6 +31,7 @@ from legacy_hvd.launch import container
 from legacy_hvd.launch import hostlists
 from legacy_hvd.launch import leftovers
 from legacy_hvd.launch import run_outcome
+from legacy_hvd.launch import writable
 from legacy_hvd.launch import slurm_healing
 
 PROGRAM = "legacy_hvd.launch.slurm"
@@ -387,6 +388,11 @@ def main(argv=None):
     args, trainer_args = parse(argv)
     check_trainer_flags(args.module, trainer_args)
     binds = image_binds(args, trainer_args)
+    # This node runs rank 0 (srun --distribution=block): its model directory.
+    found = writable.problems(container.outside(
+        output_flags.model_dir_of(trainer_args), binds))
+    if found:
+      cli.fail("; ".join(found) + "; no rank was started")
     why = slurm_healing.cannot_shrink(args.min_nodes, os.environ)
     if why:
       cli.fail(why + "; no rank was started", cli.USAGE_ERROR)

@@ -27,6 +27,7 @@ from legacy_hvd.launch import host_pool
 from legacy_hvd.launch import hostlists
 from legacy_hvd.launch import leftovers
 from legacy_hvd.launch import run_outcome
+from legacy_hvd.launch import writable
 
 FLAGS = flags.FLAGS
 PROGRAM = "legacy_hvd.launch.supervise"
@@ -140,6 +141,14 @@ def check_input(command, given):
              cli.USAGE_ERROR)
 
 
+def check_writable(model_dir):
+  """What the job writes first, checked here before anything starts: one
+  line, exit 1, if this user cannot write it."""
+  found = writable.problems(model_dir, horovodrun=True)
+  if found:
+    cli.fail("; ".join(found) + "; nothing was started")
+
+
 def main(argv):
   command = argv[1:]
   given = (hostlists.parse_hosts(FLAGS.hosts) if FLAGS.hosts else
@@ -147,6 +156,9 @@ def main(argv):
            None)
   check_input(command, given)
   model_dir = trainer_model_dir(command)
+  # Horovod: rank 0 on the first host (its model directory), horovodrun here.
+  check_writable(model_dir if given and hostlists.is_local(given[0][0])
+                 else None)
   pool = host_pool.HostPool(given, FLAGS.host_discovery_script,
                             FLAGS.ssh_timeout, FLAGS.ssh_port)
   stop = Stop().install()

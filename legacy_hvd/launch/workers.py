@@ -22,10 +22,12 @@ import time
 
 from absl import flags
 
+from flags import output as output_flags
 from flags import workers as workers_flags
 from legacy_hvd.common import cli
 from legacy_hvd.common import signals
 from legacy_hvd.launch import hostlists
+from legacy_hvd.launch import writable
 
 GRACE_SECONDS = 5   # between SIGTERM and SIGKILL, horovodrun's too
 PORT_RANGE = (20000, 32000)   # where a first worker port is picked
@@ -165,6 +167,11 @@ def main(argv):
              "legacy_hvd.train_mwms ...` after the flags", cli.USAGE_ERROR)
   hosts = (hostlists.parse_hosts(FLAGS.hosts) if FLAGS.hosts else
            hostlists.parse_hostfile(FLAGS.hostfile))
+  # Rank 0, the chief, writes the model directory: checked if it is here.
+  found = writable.problems(output_flags.model_dir_of(command)
+                            if hostlists.is_local(hosts[0][0]) else None)
+  if found:
+    cli.fail("; ".join(found) + "; no worker was started")
   planned = plan(hosts, FLAGS.port or free_ports(
       max(slots for _, slots in hosts)))
   forward = Forward().install()
