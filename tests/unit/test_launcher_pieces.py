@@ -189,58 +189,51 @@ def test_a_stop_signal_after_main_returned_changes_nothing():
   assert (done.returncode, done.stdout) == (0, "done\n")
 
 
-def test_the_slurm_launcher_takes_a_persons_stop_over_a_warning():
+@pytest.fixture
+def child():
+  """A process standing for the one a launcher signals (srun, horovodrun):
+  it prints the name of the first stop signal it gets and exits 0. This
+  process's own handlers are put back after the test."""
+  process = subprocess.Popen([sys.executable, "-c", (
+      "import signal, sys, time\n"
+      "def say(signum, frame):\n"
+      "  print(signal.Signals(signum).name, flush=True); sys.exit(0)\n"
+      "for signum in (signal.SIGTERM, signal.SIGUSR1):\n"
+      "  signal.signal(signum, say)\n"
+      "print('ready', flush=True); time.sleep(30)\n")],
+      stdout=subprocess.PIPE, universal_newlines=True)
+  before = {s: signal.getsignal(s) for s in signals.LAUNCHER_HANDLED}
+  assert process.stdout.readline() == "ready\n"
+  yield process
+  for signum, handler in before.items():
+    signal.signal(signum, handler)
+  process.kill()
+
+
+def test_the_slurm_launcher_takes_a_persons_stop_over_a_warning(child):
   # `scancel --batch --signal=INT` (or HUP): a person's stop. srun gets
   # SIGUSR1, as for the warning (a SIGTERM would make it end its tasks at
   # once, and its own SIGINT only prints their state): the ranks stop at an
   # agreed step and exit 138, and the job is not requeued, though a warning
   # came first.
   from legacy_hvd.launch import slurm
-  srun = subprocess.Popen([sys.executable, "-c", (
-      "import signal, sys, time\n"
-      "def say(signum, frame):\n"
-      "  print(signal.Signals(signum).name, flush=True); sys.exit(0)\n"
-      "signal.signal(signal.SIGUSR1, say)\n"
-      "print('ready', flush=True); time.sleep(30)\n")],
-      stdout=subprocess.PIPE, universal_newlines=True)
-  before = {s: signal.getsignal(s) for s in signals.LAUNCHER_HANDLED}
-  try:
-    assert srun.stdout.readline() == "ready\n"
-    received = slurm.Received().install()
-    os.kill(os.getpid(), signal.SIGUSR1)
-    os.kill(os.getpid(), signal.SIGINT)
-    received.started(srun)   # the signals came as srun started
-    assert srun.wait(timeout=10) == 0
-  finally:
-    for signum, handler in before.items():
-      signal.signal(signum, handler)
-    srun.kill()
-  assert srun.stdout.read() == "SIGUSR1\n"
+  received = slurm.Received().install()
+  os.kill(os.getpid(), signal.SIGUSR1)
+  os.kill(os.getpid(), signal.SIGINT)
+  received.started(child)   # the signals came as srun started
+  assert child.wait(timeout=10) == 0
+  assert child.stdout.read() == "SIGUSR1\n"
   assert received.stop_asked == signal.SIGINT and not received.requeue
   assert slurm.requeue_reason(received, slurm.STOPPED_FOR_REQUEUE, "7") is None
 
 
-def test_the_supervisor_passes_a_warning_to_horovodrun_as_sigterm():
+def test_the_supervisor_passes_a_warning_to_horovodrun_as_sigterm(child):
   # horovodrun passes on SIGINT and SIGTERM alone and dies of a SIGUSR1: its
   # ranks would then stop (Horovod's watcher) after it, and the supervisor,
   # gone. The supervisor still exits 138.
   from legacy_hvd.launch import supervise
-  job = subprocess.Popen([sys.executable, "-c", (
-      "import signal, sys, time\n"
-      "def say(signum, frame):\n"
-      "  print(signal.Signals(signum).name, flush=True); sys.exit(0)\n"
-      "signal.signal(signal.SIGTERM, say)\n"
-      "print('ready', flush=True); time.sleep(30)\n")],
-      stdout=subprocess.PIPE, universal_newlines=True)
-  before = {s: signal.getsignal(s) for s in signals.LAUNCHER_HANDLED}
-  try:
-    assert job.stdout.readline() == "ready\n"
-    stop = supervise.Stop().install()
-    stop.job = job
-    os.kill(os.getpid(), signal.SIGUSR1)
-    assert job.wait(timeout=10) == 0
-  finally:
-    for signum, handler in before.items():
-      signal.signal(signum, handler)
-    job.kill()
-  assert job.stdout.read() == "SIGTERM\n" and stop.first == signal.SIGUSR1
+  stop = supervise.Stop().install()
+  stop.job = child
+  os.kill(os.getpid(), signal.SIGUSR1)
+  assert child.wait(timeout=10) == 0
+  assert child.stdout.read() == "SIGTERM\n" and stop.first == signal.SIGUSR1
