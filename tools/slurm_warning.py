@@ -98,8 +98,10 @@ def warned_job(slurm, name, delay, data_dir, steps, signal_name):
       break
     time.sleep(1)
   state = slurm.job(job)
-  with open(slurm.controller.path(output_path)) as f:
-    output = f.read()
+  output = ""
+  if os.path.exists(slurm.controller.path(output_path)):   # none: FAILED
+    with open(slurm.controller.path(output_path)) as f:   # at its start
+      output = f.read()
   return judge(name, signal_name, delay, warned, state, output), output
 
 
