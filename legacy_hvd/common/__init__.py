@@ -10,4 +10,5 @@ compat.
   checkpoint_state  the newest checkpoint's step, read without TensorFlow
   json_files        a JSON file written whole or not at all (no TensorFlow)
   results           results.json and the other JSON files rank 0 writes
+  model_dir_claim   a model directory claimed by the one job that trains in it
 """

@@ -28,6 +28,9 @@ SLURM_PLAN = "LEGACY_HVD_SLURM_HOSTS"
 # Set, to its name, by a launcher that decides what follows a lost host or a
 # failed rank: a rank under it reports the loss and leaves the verdict to it.
 DECIDER = "LEGACY_HVD_DECIDER"
+# Set by a launcher that relaunches or requeues, to <run>.<round>: the run
+# stays the same across its rounds (launch/leftovers.py, model_dir_claim.py).
+ROUND = "LEGACY_HVD_ROUND"
 # Seconds a silent rank waits before exiting: horovodrun kills every rank
 # once one exits, so a silent rank exiting first could cut off the line.
 REPORTER_HEAD_START = 3.0

@@ -7,7 +7,9 @@ import re
 import subprocess
 import time
 
-VARIABLE = "LEGACY_HVD_ROUND"
+from legacy_hvd.common import cli
+
+VARIABLE = cli.ROUND
 POLL_SECONDS = 1.0
 # Each marked process as "PID COMMAND LINE" (its first 100 characters).
 _SCRIPT = (

@@ -68,9 +68,10 @@ def data_state(data_dir):
                                                len(data.test_labels))
 
 
-def model_dir_state(path):
-  """Whether rank 0 could create and write `path` (nothing is created)."""
-  problem = writable.model_dir_problem(path)
+def model_dir_state(path, run=None):
+  """Whether rank 0 could create and write `path` (nothing is created), no
+  job but one of `run` (a launcher's, cli.ROUND) holding it."""
+  problem = writable.model_dir_problem(path, {cli.ROUND: run} if run else {})
   return (False, problem) if problem else (True, "writable")
 
 
@@ -87,7 +88,7 @@ def probe(request):
   facts["data_ok"], facts["data"] = data_state(request.get("data_dir"))
   if request.get("model_dir"):
     facts["model_dir_ok"], facts["model_dir"] = model_dir_state(
-        request["model_dir"])
+        request["model_dir"], request.get("run"))
   return facts
 
 
@@ -230,7 +231,8 @@ def main(argv):
   requests = {h: {"data_dir": FLAGS.data_dir} for h in hosts}
   if FLAGS.model_dir:
     # Horovod: the model dir is rank 0's, on the host horovodrun gives it.
-    requests[rank0_host(hosts_slots)]["model_dir"] = FLAGS.model_dir
+    requests[rank0_host(hosts_slots)].update(
+        model_dir=FLAGS.model_dir, run=os.environ.get(cli.ROUND))
   with concurrent.futures.ThreadPoolExecutor(len(hosts)) as pool:
     futures = {h: pool.submit(remote_facts, h, requests[h], FLAGS.ssh_timeout,
                               FLAGS.ssh_port) for h in hosts}

@@ -175,6 +175,13 @@ def log(message):
   print("{}: {}".format(PROGRAM, message), file=sys.stderr, flush=True)
 
 
+def run_of(env):
+  """This job's run, the same across its requeues: its id, with the
+  cluster's name (a job id is unique only within its cluster)."""
+  return "{}-{}".format(env.get("SLURM_CLUSTER_NAME", "slurm"),
+                        env.get("SLURM_JOB_ID", ""))
+
+
 def launch(args, trainer_args, binds, env, received):
   """Runs the ranks as one srun step; returns the batch script's code.
   received: the signals this shell got, from its start."""
@@ -192,17 +199,15 @@ def launch(args, trainer_args, binds, env, received):
       directory, "; after {} of --max_restarts={}, excluded: {}".format(
           len(ledger.restarts), args.max_restarts,
           ",".join(ledger.excluded) or "none") if ledger.restarts else ""))
-  # Every process of this run carries the mark (launch/leftovers.py); the
-  # cluster's name too: a job id is unique only within its cluster.
-  run_id = "{}-{}".format(env.get("SLURM_CLUSTER_NAME", "slurm"), job)
+  # Every process of this run carries the mark (launch/leftovers.py).
+  marked = dict(env, **leftovers.mark(run_of(env), restart))
   if restart:
-    wait_for_leftovers(run_id, job, [node for node, _ in plan])
+    wait_for_leftovers(run_of(env), job, [node for node, _ in plan])
   if args.preflight:
-    preflight(hosts, trainer_args, args.network_interface, env)
+    preflight(hosts, trainer_args, args.network_interface, marked)
 
-  task_env = dict(env, **{cli.SLURM_PLAN: hosts, cli.DECIDER: PROGRAM,
-                            "PYTHONUNBUFFERED": "1"},
-                  **leftovers.mark(run_id, restart))
+  task_env = dict(marked, **{cli.SLURM_PLAN: hosts, cli.DECIDER: PROGRAM,
+                             "PYTHONUNBUFFERED": "1"})
   task_env.pop(EARLY_SIGNAL, None)
   if received.first:   # from here on, received.started passes it on
     return stop_before_start(received, job, directory)
@@ -390,7 +395,8 @@ def main(argv=None):
     binds = image_binds(args, trainer_args)
     # This node runs rank 0 (srun --distribution=block): its model directory.
     found = writable.problems(container.outside(
-        output_flags.model_dir_of(trainer_args), binds))
+        output_flags.model_dir_of(trainer_args), binds), env=dict(
+            os.environ, **leftovers.mark(run_of(os.environ), 0)))
     if found:
       cli.fail("; ".join(found) + "; no rank was started")
     why = slurm_healing.cannot_shrink(args.min_nodes, os.environ)

@@ -1,15 +1,18 @@
 """What a job writes before its first step, checked by its launcher before
-any rank starts: rank 0's model directory, TMPDIR when it is set (Python's
-and TensorFlow's scratch files) and, under horovodrun, HOME (its cache,
+any rank starts: rank 0's model directory (and the claim of another job
+on this host, common/model_dir_claim.py), TMPDIR when it is set (Python's and
+TensorFlow's scratch files) and, under horovodrun, HOME (its cache,
 ~/.horovod). Nothing is created. Python 3.7-compatible."""
 import os
 import pwd
 
+from legacy_hvd.common import model_dir_claim
 from legacy_hvd.common import paths
 
 
-def model_dir_problem(path):
-  """Why rank 0 could not create and write `path` here, or None."""
+def model_dir_problem(path, env=None):
+  """Why rank 0 could not create and write `path` here, or the job on this
+  host that holds it (env: the launcher's, its run marked), or None."""
   if os.path.exists(path) and not os.path.isdir(path):
     return "--model_dir={}: is a file; expected a directory".format(path)
   parent = paths.existing_ancestor(path)
@@ -19,7 +22,7 @@ def model_dir_problem(path):
   if not _writable(parent):
     return ("--model_dir={}: {} is not writable for this user; expected a "
             "directory it can write".format(path, parent))
-  return None
+  return model_dir_claim.in_use(path, env)
 
 
 def problems(model_dir=None, horovodrun=False, env=None):
@@ -28,7 +31,7 @@ def problems(model_dir=None, horovodrun=False, env=None):
   env = os.environ if env is None else env
   found = []
   if model_dir:
-    found.append(model_dir_problem(model_dir))
+    found.append(model_dir_problem(model_dir, env))
   tmpdir = env.get("TMPDIR")
   if tmpdir and not (os.path.isdir(tmpdir) and _writable(tmpdir)):
     found.append("TMPDIR={}: not a directory this user can write; expected "

@@ -9,6 +9,7 @@ import tensorflow.compat.v2 as tf
 from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
+from legacy_hvd.common import model_dir_claim
 from legacy_hvd.faults import failed_writes
 from legacy_hvd.faults import loss_watch
 from legacy_hvd.faults import probes
@@ -44,6 +45,9 @@ def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
     return None
   try:
     startup.prepare_model_dir(model_dir)
+    held = model_dir_claim.claim(model_dir)   # before anything is written
+    if held:
+      return held
     resume.adopt(model_dir)   # moved here, or its state file unreadable
     if migrate is None or not migrate():
       resume.prepare_resume(model_dir, expected_shapes)
@@ -153,4 +157,5 @@ def exit_if_stopped(summary, stop_signals, rank, model_dir,
     except Exception:  # pylint: disable=broad-except
       pass   # a rank gone already: nothing is left to wait for
   code = stop_signals.exit_code()
+  model_dir_claim.release()   # os._exit skips atexit's
   os._exit(code)  # pylint: disable=protected-access

@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import time
 
 import numpy as np
@@ -19,11 +20,12 @@ from legacy_hvd.checkpoints import migration
 from legacy_hvd.checkpoints import resume
 from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
+from legacy_hvd.common import model_dir_claim
 from legacy_hvd.data import embedded
 from legacy_hvd.model import cnn
 from legacy_hvd.training import job_faults
 from tests.helpers import (assert_ok, error_lines, horovodrun, rank_pid,
-                           read_results, start, wait_for)
+                           read_results, run_module, start, wait_for)
 from tests.helpers import checkpoint_damage
 from tests.helpers.checkpoint_damage import NONE_INTACT
 from tests.helpers.shared_runs import copy_run
@@ -102,13 +104,14 @@ def test_aborted_rank_prints_no_python_stacks(tmp_path, isolated_cache):
 # A run stopped by SIGTERM, then resumed: what its output said and where,
 # and the results.json of the same run uninterrupted.
 Stopped = collections.namedtuple(
-    "Stopped", "model_dir data_dir output step left_in_tmp uninterrupted")
+    "Stopped", "model_dir data_dir output step left_in_tmp uninterrupted "
+    "second first_pid claim_left")
 
 
 @pytest.fixture(scope="module")
 def stopped_runs(tmp_path_factory):
-  """trainer -> its Stopped run: started, SIGTERM once past step 20,
-  resumed for 10 more steps, and run again to that step uninterrupted;
+  """trainer -> its Stopped run: started, a second job started on its
+  model directory once past step 20, then SIGTERM, resumed for 10 more steps, and run again to that step uninterrupted;
   each trainer's runs once, read by the SIGTERM test and the
   damaged-checkpoint test."""
   runs = {}
@@ -135,9 +138,12 @@ def stop_and_resume(trainer, root):
         "--max_steps=5000", "--save_checkpoints_steps=100000"], log,
         env={"TMPDIR": str(tmp)})
     wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
+    first_pid = rank_pid(model_dir, 0)
+    second = run_module(trainer.module, [f"--model_dir={model_dir}", *args])
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=PROMPT_EXIT_SECONDS)
   output = log_path.read_text()
+  claim_left = os.path.exists(model_dir_claim.path_in(str(model_dir)))
   left_in_tmp = sorted(path.name for path in tmp.glob("legacy_hvd_*"))
   # horovodrun passes the signal to every rank: the others' agreement can
   # reach rank 0 before its own signal does.
@@ -155,7 +161,8 @@ def stop_and_resume(trainer, root):
       f"--max_steps={step + 10}"])
   assert_ok(uninterrupted)
   return Stopped(model_dir, data_dir, output, step, left_in_tmp,
-                 read_results(root / "uninterrupted")), saved
+                 read_results(root / "uninterrupted"), second, first_pid,
+                 claim_left), saved
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=str)
@@ -177,6 +184,25 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step(trainer,
   assert results["start_step"] == run.step and results["weights_in_sync"]
   # Stopped and resumed is the run never stopped, bit for bit.
   assert results["weight_digests"] == run.uninterrupted["weight_digests"]
+
+
+@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
+def test_a_second_job_on_a_model_dir_in_use_stops_in_one_line(trainer,
+                                                              stopped_runs):
+  run, _ = stopped_runs(trainer)
+  # Started while the first trained (which then stopped and resumed as if
+  # alone: the test above), it names the first and exits before its start.
+  assert run.second.returncode == cli.INPUT_ERROR
+  lines = error_lines(run.second)
+  assert len(lines) == 1 and lines[0].startswith(
+      f"{trainer.module}: error: --model_dir={run.model_dir}: in use by "
+      f"another job (rank 0 on {socket.gethostname()}, pid {run.first_pid}, "
+      "since "), run.second.stderr
+  assert "expected a model directory no other job trains in" in lines[0]
+  assert "Traceback" not in run.second.stdout + run.second.stderr
+  # Stopped by its signal, the first job released its claim: a relaunch on
+  # another host need not wait for it to lapse.
+  assert not run.claim_left
 
 
 @pytest.mark.parametrize("trainer", legacy_stack_runs_graph_jobs())
