@@ -15,7 +15,7 @@ import pytest
 
 from legacy_hvd.common import compat
 from tests import helpers
-from tests.helpers import images, slurmjobs
+from tests.helpers import images, other_user, slurmjobs
 from tests.helpers import (CIFAR10_CONVERTER, CIFAR10_JPEG, LAUNCHER,
                            assert_ok, horovodrun)
 from tests.helpers.shared_runs import finished_run
@@ -235,30 +235,48 @@ def test_hosts():
 
 
 @pytest.fixture(scope="session")
-def tf1_run(tmp_path_factory):
+def user():
+  """The user the jobs that matter to users run as: one who is not root
+  (tests/helpers/other_user.py, made when the suite runs as root), with
+  its own software tree, its read-only data, and its own directories
+  (user.fresh), removed at the end."""
+  if os.geteuid() != 0:
+    yield None   # the suite's own user is one
+    return
+  made = other_user.make()
+  yield made
+  other_user.remove_fresh()
+
+
+@pytest.fixture(scope="session")
+def tf1_run(tmp_path_factory, user):
   """One np=2 run of the TF1 job, shared by every test that only reads a
   finished run: results.json and rank-0-only files, the ranks' start
   lines, Horovod's timeline and autotune log and the step log (`files`),
   the periodic evaluation, evaluate, export, predict, plot. A test that
   changes the run works on a copy (shared_runs.copy_run). Started as
-  users start the job: by the `horovodrun` script itself."""
-  root = tmp_path_factory.mktemp("tf1-run")
+  users start the job: by a user who is not root, with its own
+  `horovodrun` script, on data it cannot write."""
+  root = user.fresh("tf1-run") if user else tmp_path_factory.mktemp(
+      "tf1-run")
   return finished_run(root, "legacy_hvd.train", [], console_script=True, env={
       "HOROVOD_TIMELINE": str(root / "timeline.json"),
       "HOROVOD_AUTOTUNE": "1",
       "HOROVOD_AUTOTUNE_LOG": str(root / "autotune.csv"),
       "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
-      "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2"})
+      "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2"}, user=user)
 
 
 @pytest.fixture(scope="session")
-def tf1_evaluation(tf1_run):
-  """legacy_hvd.evaluate (np=2) of tf1_run's checkpoint: (metrics, its
-  output)."""
+def tf1_evaluation(tf1_run, user):
+  """legacy_hvd.evaluate (np=2) of tf1_run's checkpoint, by the same user:
+  (metrics, its output)."""
   out = tf1_run.files / "evaluate.json"
-  process = horovodrun(2, "legacy_hvd.evaluate", [
-      f"--model_dir={tf1_run.model_dir}", f"--data_dir={tf1_run.data_dir}",
-      f"--results_file={out}"])
+  args = [f"--model_dir={tf1_run.model_dir}", f"--data_dir={tf1_run.data_dir}",
+          f"--results_file={out}"]
+  process = (user.horovodrun_job(2, "legacy_hvd.evaluate", args,
+                                 console_script=True) if user else
+             horovodrun(2, "legacy_hvd.evaluate", args))
   assert_ok(process)
   return json.loads(out.read_text()), process.stdout
 

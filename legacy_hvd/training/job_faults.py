@@ -53,6 +53,7 @@ def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
       resume.prepare_resume(model_dir, expected_shapes)
     failed_writes.log_removed_at_start(model_dir)
   except cli.UserError as e:
+    model_dir_claim.release()   # refused: the directory is left as it was
     return str(e)
   return None
 

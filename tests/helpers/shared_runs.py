@@ -25,20 +25,23 @@ SHARED_STEPS = 40
 SHARED_EVAL_EVERY = 20
 
 
-def finished_run(root, module, args, env=None, console_script=False):
+def finished_run(root, module, args, env=None, console_script=False,
+                 user=None):
   """horovodrun -np 2 of `module` on the generated data, to its end
   (console_script: started by the `horovodrun` script itself, not the
-  suite's launcher: helpers.job_argv)."""
-  data_dir = embedded.ensure_generated(str(root / "data"))
+  suite's launcher: helpers.job_argv). user: an other_user.User who runs
+  it, with its horovodrun, on its read-only data; `root` is its own."""
+  data_dir = user.data if user else embedded.ensure_generated(
+      str(root / "data"))
   model_dir = root / "model"
-  process = horovodrun(2, module, [
+  launch = horovodrun if user is None else user.horovodrun_job
+  process = launch(2, module, [
       f"--model_dir={model_dir}", f"--data_dir={data_dir}",
       f"--max_steps={SHARED_STEPS}", "--log_every_n_steps=10",
       f"--save_checkpoints_steps={SHARED_STEPS // 2}",
       f"--eval_every_n_steps={SHARED_EVAL_EVERY}",
       f"--step_log={root / 'steps.jsonl'}", *args],
-                       env=env, wrapper=RANK_UMASK,
-                       console_script=console_script)
+                   env=env, wrapper=RANK_UMASK, console_script=console_script)
   assert_ok(process)
   return Run(model_dir, data_dir, process.stdout + process.stderr, root)
 

@@ -304,14 +304,17 @@ def test_moved_directory_with_a_cut_checkpoint_falls_back_and_resumes(
 def rank0_problem(trainer, model_dir):
   """The model-directory checks rank 0 of `trainer` runs before any rank
   trains (graph_job.start, eager_job.start), for its own checkpoints: the
-  problem's line, or None."""
-  if trainer.checkpoint == "model.ckpt":
+  problem's line, or None. Its claim on the directory is released."""
+  try:
+    if trainer.checkpoint == "model.ckpt":
+      return job_faults.model_dir_problem(
+          0, model_dir, cnn.PARAM_SHAPES,
+          lambda: migration.check(model_dir, "adam", migration.TF1))
     return job_faults.model_dir_problem(
-        0, model_dir, cnn.PARAM_SHAPES,
-        lambda: migration.check(model_dir, "adam", migration.TF1))
-  return job_faults.model_dir_problem(
-      0, model_dir, job_faults.tf2_checkpoint_shapes(),
-      lambda: migration.check(model_dir, "adam", migration.TF2))
+        0, model_dir, job_faults.tf2_checkpoint_shapes(),
+        lambda: migration.check(model_dir, "adam", migration.TF2))
+  finally:
+    model_dir_claim.release()
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=str)

@@ -16,10 +16,10 @@ def trained(tf1_run, tf1_evaluation):
   return tf1_run.model_dir, tf1_run.data_dir, tf1_evaluation[0]
 
 
-def export(model_dir, out, export_format):
-  process = run_module("legacy_hvd.export", [f"--model_dir={model_dir}",
-                                             f"--out={out}",
-                                             f"--format={export_format}"])
+def export(model_dir, out, export_format, user=None):
+  process = (user.run_module if user else run_module)(
+      "legacy_hvd.export", [f"--model_dir={model_dir}", f"--out={out}",
+                            f"--format={export_format}"])
   assert_ok(process)
   assert process.stdout.strip() == str(out)
 
@@ -65,9 +65,11 @@ def test_export_refuses_to_overwrite(trained, tmp_path):
   assert list((tmp_path / "taken").iterdir()) == []
 
 
-def test_predict_prints_classes_for_png_and_jpeg(trained, tmp_path):
+def test_predict_prints_classes_for_png_and_jpeg(trained, tmp_path, user):
+  # Exported and predicted by the user who trained (not root).
+  tmp_path = user.fresh("serving") if user else tmp_path
   model_dir, data_dir, _ = trained
-  export(model_dir, tmp_path / "saved", "saved_model")
+  export(model_dir, tmp_path / "saved", "saved_model", user)
   data = cifar10.load(data_dir)
   serve = tf.saved_model.load(str(tmp_path / "saved")).signatures[
       "serving_default"]
@@ -77,8 +79,9 @@ def test_predict_prints_classes_for_png_and_jpeg(trained, tmp_path):
   big = tmp_path / "b.jpg"     # a 64x64 JPEG: resized on the way in
   big.write_bytes(tf.image.encode_jpeg(tf.cast(tf.image.resize(
       data.test_images[1], (64, 64)), tf.uint8)).numpy())
-  process = run_module("legacy_hvd.predict", [f"--model={tmp_path / 'saved'}",
-                                              str(png), str(big)])
+  process = (user.run_module if user else run_module)(
+      "legacy_hvd.predict", [f"--model={tmp_path / 'saved'}", str(png),
+                             str(big)])
   assert_ok(process)
   lines = process.stdout.strip().splitlines()
   assert len(lines) == 2

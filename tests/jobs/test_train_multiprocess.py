@@ -14,8 +14,13 @@ def written_by_other_ranks(model_dir):
           if not os.stat(os.path.join(d, f)).st_mode & stat.S_IRGRP]
 
 
-def test_a_run_writes_rank0_only_outputs_and_ends_in_sync(tf1_run):
+def test_a_run_writes_rank0_only_outputs_and_ends_in_sync(tf1_run, user):
   model_dir = tf1_run.model_dir
+  if user is not None:   # else the suite's own user is not root
+    # Trained by the user the suite made, on data it cannot write.
+    assert os.stat(model_dir / "results.json").st_uid == user.uid != 0
+    data = os.stat(tf1_run.data_dir)
+    assert data.st_uid != user.uid and not data.st_mode & 0o022
   results = read_results(model_dir)
   assert results["world_size"] == 2 and results["global_batch"] == 128
   assert results["start_step"] == 0 and results["steps"] == SHARED_STEPS
