@@ -21,6 +21,8 @@ tests/conftest.py; no test imports from it or from another test module):
   slurmjobs        the job submitted to the test hosts' Slurm
   launcher         horovodrun as the suite starts it (without its
                    per-launch build probe)
+  other_user       a user who is not root, with the stack as a shared
+                   software tree, who runs the jobs that matter to users
   workers/         programs a test runs as ranks, or under another stack
 """
 import json
