@@ -14,5 +14,9 @@ def define_preflight(flag_values=flags.FLAGS):
   flags.DEFINE_string(
       "model_dir", None, "The --model_dir the job will get: it must be "
       "writable on the first host (where rank 0 runs).", **fv)
+  flags.DEFINE_boolean(
+      "horovodrun", True, "The job is started by horovodrun from this host: "
+      "its HOME must be writable (horovodrun's cache). --nohorovodrun for "
+      "srun (the Slurm launcher) or launch.workers.", **fv)
   hosts.define_network_interface(flag_values)
   hosts.define_ssh(flag_values)

@@ -18,6 +18,7 @@ from absl import logging
 from legacy_hvd.common import checkpoint_state
 from legacy_hvd.common import cli
 from legacy_hvd.common import json_files
+from legacy_hvd.common import model_dir_claim
 
 # What a failed write's errno says to do before running the same command.
 ADVICE = {
@@ -165,6 +166,7 @@ def end(error, model_dir, tell_others, target=None):
   logging.flush()
   sys.stdout.flush()
   sys.stderr.flush()
+  model_dir_claim.release()   # os._exit skips atexit's
   # At once: Horovod's shutdown at exit would wait on ranks that wait on
   # this one; they learn of it from tell_others, or when it has ended.
   os._exit(cli.INPUT_ERROR)  # pylint: disable=protected-access

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 
+from legacy_hvd.common import model_dir_claim
 from legacy_hvd.faults import keepers
 from legacy_hvd.faults import probes
 
@@ -100,6 +101,7 @@ class LossWatch:
         break
     sys.stderr.flush()
     sys.stdout.flush()
+    model_dir_claim.release()   # os._exit skips atexit's
     # Not sys.exit: this may be the watcher thread, and the main thread may
     # be blocked in a collective that nobody will complete.
     os._exit(self._exit_code)

@@ -241,7 +241,7 @@ def main(argv):
   found = problems(hosts, facts, FLAGS.network_interface, FLAGS.data_dir)
   # Horovod: horovodrun runs here, and writes here first.
   found += ["this host: " + line for line in writable.problems(
-      horovodrun=True)]
+      horovodrun=FLAGS.horovodrun)]
   for problem in found:
     print("{}: error: {}".format("legacy_hvd.launch.preflight", problem),
           file=sys.stderr, flush=True)

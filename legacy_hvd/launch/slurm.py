@@ -372,7 +372,8 @@ def preflight(hosts, trainer_args, interface, env):
   absl_flags.DEFINE_string("data_dir", None, "", flag_values=values)
   values(["trainer"] + list(trainer_args), known_only=True)
   argv = [sys.executable, "-m", "legacy_hvd.launch.preflight", "-H", hosts,
-          "--model_dir=" + output_flags.model_dir_of(trainer_args)]
+          "--model_dir=" + output_flags.model_dir_of(trainer_args),
+          "--nohorovodrun"]   # srun starts the ranks
   if values.data_dir:
     argv.append("--data_dir=" + values.data_dir)
   if interface:

@@ -14,9 +14,10 @@ gives (PATH, and LD_LIBRARY_PATH: the interpreter names its libpython by an
 absolute run path, which the copy does not have). Here the venvs' Python
 is pyenv's, under /root (mode 700): another user could not run it.
 
-The user (USER_NAME) is a system user with no login shell; its home is a
-directory it owns under ROOT. Each stack's tree is made once per test run
-(under a lock: both of the suite's workers may ask at once).
+The user (USER_NAME) is a system user with no login shell; its home
+(ROOT/home, HOME when it is unset) is a directory it owns. Each stack's
+tree is made once per test run (under a lock: both of the suite's workers
+may ask at once).
 Python 3.7-compatible: the TF 1.15 suite makes its own.
 """
 import collections
@@ -88,14 +89,16 @@ def make():
   """The user and this stack's tree for it (root only)."""
   if os.geteuid() != 0:
     raise RuntimeError("other_user.make() needs root: it adds a user")
-  if subprocess.run(["id", "-u", USER_NAME], stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL).returncode:
-    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir",
-                    os.path.join(ROOT, "home"), "--shell",
-                    "/usr/sbin/nologin", USER_NAME], check=True)
-  account = pwd.getpwnam(USER_NAME)
+  os.umask(0o022)   # what it copies, every user reads
   os.makedirs(ROOT, exist_ok=True)
   os.chmod(ROOT, 0o755)
+  with _locked(ROOT + ".lock"):
+    if subprocess.run(["id", "-u", USER_NAME], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode:
+      subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir",
+                      os.path.join(ROOT, "home"), "--shell",
+                      "/usr/sbin/nologin", USER_NAME], check=True)
+  account = pwd.getpwnam(USER_NAME)
   stack = os.path.join(ROOT, "stack-" + hashlib.sha1(
       sys.prefix.encode()).hexdigest()[:10])
   # This test run's (both xdist workers'): the checkout may have changed.
@@ -107,8 +110,8 @@ def make():
       _lay_out(stack)
       with open(ready, "w") as f:
         f.write(run)
-    home, work = (_owned(os.path.join(stack, name), account)
-                  for name in ("home", "work"))
+    home = _owned(account.pw_dir, account)   # its login's, as on a cluster
+    work = _owned(os.path.join(stack, "work"), account)
   data = embedded.ensure_generated(os.path.join(stack, "data"))
   software = os.path.join(stack, "sw")
   env = {"PATH": "{}/bin:/usr/bin:/bin".format(software),
@@ -128,7 +131,7 @@ def _lay_out(stack):
   venv's packages and the project, its python and horovodrun."""
   software = os.path.join(stack, "sw")
   os.makedirs(stack)
-  subprocess.run(["cp", "-al", sys.base_prefix, software], check=True)
+  _copy(sys.base_prefix, software)
   version = "python{}.{}".format(*sys.version_info[:2])
   site = sysconfig.get_paths(vars={"base": software,
                                    "platbase": software})["purelib"]
@@ -141,7 +144,7 @@ def _lay_out(stack):
   copies = []
   for i, path in enumerate(packages):
     copy = os.path.join(stack, "packages-{}".format(i))
-    subprocess.run(["cp", "-al", path, copy], check=True)
+    _copy(path, copy)
     copies.append(copy)
   project = os.path.join(stack, "project")
   os.makedirs(project)
@@ -163,6 +166,15 @@ def _lay_out(stack):
             "  sys.exit(run_commandline())\n".format(
                 os.path.join(bin_dir, version)))
   os.chmod(launcher, 0o755)
+
+
+def _copy(source, target):
+  """Hard links where one file system holds both (no space, at once), else
+  a copy."""
+  if subprocess.run(["cp", "-al", source, target],
+                    stderr=subprocess.DEVNULL).returncode:
+    shutil.rmtree(target, ignore_errors=True)
+    subprocess.run(["cp", "-a", source, target], check=True)
 
 
 def _owned(path, account):

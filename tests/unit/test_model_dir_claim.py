@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -13,6 +14,7 @@ import pytest
 
 from legacy_hvd.common import cli
 from legacy_hvd.common import model_dir_claim
+from tests.helpers import REPO
 
 
 @pytest.fixture(autouse=True)
@@ -61,8 +63,11 @@ def test_another_hosts_claim_holds_while_it_is_renewed(tmp_path):
   renewing = threading.Event()
 
   def renew():
+    renewals = 0
     while not renewing.wait(0.01):
-      os.utime(path)
+      renewals += 1
+      left_by(tmp_path, host="node-7", pid=1, slurm_job="4242",
+              renewals=renewals)
   renewer = threading.Thread(target=renew)
   renewer.start()
   line = model_dir_claim.claim(str(tmp_path))
@@ -76,12 +81,12 @@ def test_another_hosts_claim_holds_while_it_is_renewed(tmp_path):
   assert time.monotonic() - started >= 3 * model_dir_claim.RENEW_SECONDS
 
 
-def test_a_claim_older_than_the_lapse_is_free_at_once(tmp_path, monkeypatch):
-  path = left_by(tmp_path, host="node-7", pid=1)
-  old = time.time() - model_dir_claim.LAPSE_SECONDS - 1
-  os.utime(path, (old, old))
-  monkeypatch.setattr(model_dir_claim, "RENEW_SECONDS", 60)   # no watching
-  assert model_dir_claim.claim(str(tmp_path)) is None
+def test_a_container_sharing_the_hostname_is_watched_as_another_host(
+    tmp_path):
+  # Its pid is another pid namespace's: it says nothing here.
+  left_by(tmp_path, place="another boot pid:[1]", pid=os.getpid())
+  assert model_dir_claim.in_use(str(tmp_path)) is None
+  assert model_dir_claim.claim(str(tmp_path)) is None   # never renewed
 
 
 def test_the_same_run_takes_its_own_claim_back(tmp_path):
@@ -92,19 +97,41 @@ def test_the_same_run_takes_its_own_claim_back(tmp_path):
       "run"] == "slurm-4242"
 
 
-def test_the_claim_is_renewed_then_removed_and_never_anothers(tmp_path):
+def test_the_claim_is_renewed_then_removed_and_never_anothers(
+    tmp_path, monkeypatch):
   path = model_dir_claim.path_in(str(tmp_path))
   assert model_dir_claim.claim(str(tmp_path)) is None
   mine = json.loads(open(path).read())
   assert (mine["host"], mine["pid"]) == (socket.gethostname(), os.getpid())
-  old = time.time() - 20
-  os.utime(path, (old, old))
   time.sleep(0.3)
-  assert time.time() - os.stat(path).st_mtime < 5   # renewed
+  assert json.loads(open(path).read())["renewals"] >= 2
   model_dir_claim.release()
   assert not os.path.exists(path)
-  # Taken over by another job meanwhile: its claim stays.
+  # Taken over by another job meanwhile: its claim stays, this job ends.
+  ended = []
+  monkeypatch.setattr(model_dir_claim, "_end_taken_over",
+                      lambda path, found: ended.append(found["host"]))
   assert model_dir_claim.claim(str(tmp_path)) is None
   left_by(tmp_path, host="node-7", pid=1)
+  time.sleep(0.3)
+  assert ended == ["node-7"]
   model_dir_claim.release()
   assert json.loads(open(path).read())["host"] == "node-7"
+
+
+def test_a_job_whose_claim_was_taken_over_stops_in_one_line(tmp_path):
+  job = subprocess.Popen(
+      [sys.executable, "-c", "import sys, time; "
+       "from legacy_hvd.common import model_dir_claim as claims; "
+       "claims.RENEW_SECONDS = 0.05; claims.claim(sys.argv[1]); "
+       "print('claimed', flush=True); time.sleep(30)", str(tmp_path)],
+      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  assert job.stdout.readline() == "claimed\n"
+  left_by(tmp_path, host="node-7", pid=1)
+  assert job.wait(timeout=10) == cli.INPUT_ERROR
+  assert job.stderr.read() == (
+      f"-c: error: --model_dir={tmp_path}: taken over by another job (rank 0 "
+      "on node-7, pid 1) after this one did not renew its claim for 0 s; this "
+      "job stops\n")
+  assert json.loads(open(model_dir_claim.path_in(str(tmp_path))).read())[
+      "host"] == "node-7"
