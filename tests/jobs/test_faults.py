@@ -80,14 +80,20 @@ def test_killed_rank_ends_job_promptly_and_relaunch_resumes(tmp_path,
   assert results["weights_in_sync"]
 
 
-def test_aborted_rank_prints_no_python_stacks(tmp_path, isolated_cache):
-  # Gloo can abort a rank (SIGABRT) when its peers die mid-collective; absl
-  # would have Python's faulthandler print every thread's stack then.
+def test_a_second_job_is_refused_and_an_aborted_rank_prints_no_stacks(
+    tmp_path, isolated_cache):
   model_dir = tmp_path / "model"
   log_path = tmp_path / "job.log"
   with open(log_path, "w") as log:
     job = launch(2, model_dir, log, "--max_steps=5000")
     wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
+    # A second job started on the model directory the first trains in (an
+    # eager trainer: the claim is every trainer's first check) names the
+    # first and stops before it writes anything.
+    first = rank_pid(model_dir, 0)
+    second = run_module("legacy_hvd.train_tf2", [f"--model_dir={model_dir}"])
+    # Gloo can abort a rank (SIGABRT) when its peers die mid-collective;
+    # absl would have Python's faulthandler print every thread's stack then.
     os.kill(rank_pid(model_dir, 1), signal.SIGABRT)
     job.wait(timeout=PROMPT_EXIT_SECONDS)
   output = log_path.read_text()
@@ -99,19 +105,27 @@ def test_aborted_rank_prints_no_python_stacks(tmp_path, isolated_cache):
   errors = error_lines(output)
   assert len(errors) == 1 and "lost rank 1 of 2 on host" in errors[0], (
       output[-3000:])
+  refused = error_lines(second)
+  assert second.returncode == cli.INPUT_ERROR and len(refused) == 1, \
+      second.stderr
+  assert refused[0].startswith(
+      f"legacy_hvd.train_tf2: error: --model_dir={model_dir}: in use by "
+      f"another job (rank 0 on {socket.gethostname()}, pid {first}, since "), \
+      refused[0]
+  assert "Traceback" not in second.stderr
 
 
 # A run stopped by SIGTERM, then resumed: what its output said and where,
 # and the results.json of the same run uninterrupted.
 Stopped = collections.namedtuple(
     "Stopped", "model_dir data_dir output step left_in_tmp uninterrupted "
-    "second first_pid claim_left")
+    "claim_left")
 
 
 @pytest.fixture(scope="module")
 def stopped_runs(tmp_path_factory):
-  """trainer -> its Stopped run: started, a second job started on its
-  model directory once past step 20, then SIGTERM, resumed for 10 more steps, and run again to that step uninterrupted;
+  """trainer -> its Stopped run: started, SIGTERM once past step 20,
+  resumed for 10 more steps, and run again to that step uninterrupted;
   each trainer's runs once, read by the SIGTERM test and the
   damaged-checkpoint test."""
   runs = {}
@@ -138,8 +152,6 @@ def stop_and_resume(trainer, root):
         "--max_steps=5000", "--save_checkpoints_steps=100000"], log,
         env={"TMPDIR": str(tmp)})
     wait_for(lambda: "step 20:" in log_path.read_text(), 180, "step 20")
-    first_pid = rank_pid(model_dir, 0)
-    second = run_module(trainer.module, [f"--model_dir={model_dir}", *args])
     job.send_signal(signal.SIGTERM)
     job.wait(timeout=PROMPT_EXIT_SECONDS)
   output = log_path.read_text()
@@ -161,8 +173,7 @@ def stop_and_resume(trainer, root):
       f"--max_steps={step + 10}"])
   assert_ok(uninterrupted)
   return Stopped(model_dir, data_dir, output, step, left_in_tmp,
-                 read_results(root / "uninterrupted"), second, first_pid,
-                 claim_left), saved
+                 read_results(root / "uninterrupted"), claim_left), saved
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=str)
@@ -184,24 +195,8 @@ def test_sigterm_saves_a_checkpoint_at_the_current_step(trainer,
   assert results["start_step"] == run.step and results["weights_in_sync"]
   # Stopped and resumed is the run never stopped, bit for bit.
   assert results["weight_digests"] == run.uninterrupted["weight_digests"]
-
-
-@pytest.mark.parametrize("trainer", TRAINERS, ids=str)
-def test_a_second_job_on_a_model_dir_in_use_stops_in_one_line(trainer,
-                                                              stopped_runs):
-  run, _ = stopped_runs(trainer)
-  # Started while the first trained (which then stopped and resumed as if
-  # alone: the test above), it names the first and exits before its start.
-  assert run.second.returncode == cli.INPUT_ERROR
-  lines = error_lines(run.second)
-  assert len(lines) == 1 and lines[0].startswith(
-      f"{trainer.module}: error: --model_dir={run.model_dir}: in use by "
-      f"another job (rank 0 on {socket.gethostname()}, pid {run.first_pid}, "
-      "since "), run.second.stderr
-  assert "expected a model directory no other job trains in" in lines[0]
-  assert "Traceback" not in run.second.stdout + run.second.stderr
-  # Stopped by its signal, the first job released its claim: a relaunch on
-  # another host need not wait for it to lapse.
+  # Its claim on the model directory went with it: a relaunch on another
+  # host need not watch it lapse.
   assert not run.claim_left
 
 
