@@ -88,21 +88,20 @@ def in_use(model_dir, env=None):
 
 
 def claim(model_dir, env=None):
-  """Rank 0: claims `model_dir` for this job, kept until this process ends;
-  returns the line naming the job that holds it instead, or None.
-  cli.UserError if the claim cannot be written (a full disk, a quota)."""
+  """Rank 0: claims `model_dir` for this job, kept until this process ends.
+  cli.UserError naming the job that holds it instead, or if the claim
+  cannot be written (a full disk, a quota)."""
   job = this_job(env)
   path = path_in(model_dir)
   with _locked(model_dir):
     found = holder(model_dir, job, watch=True)
     if found:
-      return held_line(model_dir, found)
+      raise cli.UserError(held_line(model_dir, found))
     _write(path, job)
   _held.append((os.getpid(), path, job))
   atexit.register(release)
   threading.Thread(target=_renew, args=(path, job), daemon=True,
                    name="model-dir-claim").start()
-  return None
 
 
 def release():

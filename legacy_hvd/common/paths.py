@@ -9,3 +9,15 @@ def existing_ancestor(path):
   while not os.path.exists(existing):
     existing = os.path.dirname(existing)
   return existing
+
+
+def directory_problem(flag, path):
+  """Why `path` (given as --flag) cannot be a directory, or None: it, or the
+  nearest part of it that exists, is a file (root included)."""
+  if os.path.exists(path) and not os.path.isdir(path):
+    return "--{}={}: is a file; expected a directory".format(flag, path)
+  parent = existing_ancestor(path)
+  if not os.path.isdir(parent):
+    return "--{}={}: {} is a file; expected a directory".format(
+        flag, path, parent)
+  return None

@@ -200,9 +200,10 @@ def launch(args, trainer_args, binds, env, received):
           len(ledger.restarts), args.max_restarts,
           ",".join(ledger.excluded) or "none") if ledger.restarts else ""))
   # Every process of this run carries the mark (launch/leftovers.py).
-  marked = dict(env, **leftovers.mark(run_of(env), restart))
+  run = run_of(env)
+  marked = dict(env, **leftovers.mark(run, restart))
   if restart:
-    wait_for_leftovers(run_of(env), job, [node for node, _ in plan])
+    wait_for_leftovers(run, job, [node for node, _ in plan])
   if args.preflight:
     preflight(hosts, trainer_args, args.network_interface, marked)
 
@@ -395,11 +396,10 @@ def main(argv=None):
     check_trainer_flags(args.module, trainer_args)
     binds = image_binds(args, trainer_args)
     # This node runs rank 0 (srun --distribution=block): its model directory.
-    found = writable.problems(container.outside(
+    writable.require(container.outside(
         output_flags.model_dir_of(trainer_args), binds), env=dict(
-            os.environ, **leftovers.mark(run_of(os.environ), 0)))
-    if found:
-      cli.fail("; ".join(found) + "; no rank was started")
+            os.environ, **leftovers.mark(run_of(os.environ), 0)),
+                     nothing="no rank was started")
     why = slurm_healing.cannot_shrink(args.min_nodes, os.environ)
     if why:
       cli.fail(why + "; no rank was started", cli.USAGE_ERROR)

@@ -141,14 +141,6 @@ def check_input(command, given):
              cli.USAGE_ERROR)
 
 
-def check_writable(model_dir):
-  """What the job writes first, checked here before anything starts: one
-  line, exit 1, if this user cannot write it."""
-  found = writable.problems(model_dir, horovodrun=True)
-  if found:
-    cli.fail("; ".join(found) + "; nothing was started")
-
-
 def main(argv):
   command = argv[1:]
   given = (hostlists.parse_hosts(FLAGS.hosts) if FLAGS.hosts else
@@ -157,8 +149,8 @@ def main(argv):
   check_input(command, given)
   model_dir = trainer_model_dir(command)
   # Horovod: rank 0 on the first host (its model directory), horovodrun here.
-  check_writable(model_dir if given and hostlists.is_local(given[0][0])
-                 else None)
+  writable.require(model_dir if given and hostlists.is_local(given[0][0])
+                   else None, horovodrun=True)
   pool = host_pool.HostPool(given, FLAGS.host_discovery_script,
                             FLAGS.ssh_timeout, FLAGS.ssh_port)
   stop = Stop().install()

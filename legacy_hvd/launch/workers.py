@@ -168,10 +168,9 @@ def main(argv):
   hosts = (hostlists.parse_hosts(FLAGS.hosts) if FLAGS.hosts else
            hostlists.parse_hostfile(FLAGS.hostfile))
   # Rank 0, the chief, writes the model directory: checked if it is here.
-  found = writable.problems(output_flags.model_dir_of(command)
-                            if hostlists.is_local(hosts[0][0]) else None)
-  if found:
-    cli.fail("; ".join(found) + "; no worker was started")
+  writable.require(output_flags.model_dir_of(command)
+                   if hostlists.is_local(hosts[0][0]) else None,
+                   nothing="no worker was started")
   planned = plan(hosts, FLAGS.port or free_ports(
       max(slots for _, slots in hosts)))
   forward = Forward().install()

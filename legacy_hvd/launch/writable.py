@@ -6,6 +6,7 @@ TensorFlow's scratch files) and, under horovodrun, HOME (its cache,
 import os
 import pwd
 
+from legacy_hvd.common import cli
 from legacy_hvd.common import model_dir_claim
 from legacy_hvd.common import paths
 
@@ -13,12 +14,10 @@ from legacy_hvd.common import paths
 def model_dir_problem(path, env=None):
   """Why rank 0 could not create and write `path` here, or the job on this
   host that holds it (env: the launcher's, its run marked), or None."""
-  if os.path.exists(path) and not os.path.isdir(path):
-    return "--model_dir={}: is a file; expected a directory".format(path)
+  problem = paths.directory_problem("model_dir", path)
+  if problem:
+    return problem
   parent = paths.existing_ancestor(path)
-  if not os.path.isdir(parent):
-    return "--model_dir={}: {} is a file; expected a directory".format(
-        path, parent)
   if not _writable(parent):
     return ("--model_dir={}: {} is not writable for this user; expected a "
             "directory it can write".format(path, parent))
@@ -45,6 +44,14 @@ def problems(model_dir=None, horovodrun=False, env=None):
                    "user cannot; expected a writable HOME (e.g. HOME=$TMPDIR "
                    "for the job)".format(home, cache))
   return [line for line in found if line]
+
+
+def require(model_dir=None, horovodrun=False, env=None,
+            nothing="nothing was started"):
+  """problems(), as a launcher ends on them: one line, exit 1."""
+  found = problems(model_dir, horovodrun, env)
+  if found:
+    cli.fail("; ".join(found) + "; " + nothing)
 
 
 def _writable(directory):

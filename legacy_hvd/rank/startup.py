@@ -12,11 +12,9 @@ from legacy_hvd.rank import placement
 
 def check_model_dir(path):
   """Fails with one line if `path` cannot be a directory (read-only check)."""
-  if os.path.exists(path) and not os.path.isdir(path):
-    cli.fail(f"--model_dir={path}: is a file; expected a directory")
-  parent = paths.existing_ancestor(path)
-  if not os.path.isdir(parent):
-    cli.fail(f"--model_dir={path}: {parent} is a file; expected a directory")
+  problem = paths.directory_problem("model_dir", path)
+  if problem:
+    cli.fail(problem)
 
 
 def prepare_model_dir(path):

@@ -45,9 +45,7 @@ def model_dir_problem(rank, model_dir, expected_shapes, migrate=None):
     return None
   try:
     startup.prepare_model_dir(model_dir)
-    held = model_dir_claim.claim(model_dir)   # before anything is written
-    if held:
-      return held
+    model_dir_claim.claim(model_dir)   # before anything is written
     resume.adopt(model_dir)   # moved here, or its state file unreadable
     if migrate is None or not migrate():
       resume.prepare_resume(model_dir, expected_shapes)

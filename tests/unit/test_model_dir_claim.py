@@ -24,6 +24,15 @@ def release_after(monkeypatch):
   model_dir_claim.release()
 
 
+def claimed(model_dir, env=None):
+  """claim()'s refusal, its one line; None when it claimed the directory."""
+  try:
+    model_dir_claim.claim(model_dir, env)
+  except cli.UserError as e:
+    return str(e)
+  return None
+
+
 def left_by(model_dir, **fields):
   """A claim file as another job's rank 0 would have written it."""
   claim = dict(model_dir_claim.this_job({}), since="2026-12-08 00:00:00",
@@ -37,7 +46,7 @@ def left_by(model_dir, **fields):
 def test_a_running_job_on_this_host_holds_the_directory(tmp_path):
   other = subprocess.Popen(["sleep", "30"])
   left_by(tmp_path, pid=other.pid, process_start=None)
-  line = model_dir_claim.claim(str(tmp_path))
+  line = claimed(str(tmp_path))
   assert line == (
       f"--model_dir={tmp_path}: in use by another job (rank 0 on "
       f"{socket.gethostname()}, pid {other.pid}, since 2026-12-08 00:00:00); "
@@ -47,13 +56,13 @@ def test_a_running_job_on_this_host_holds_the_directory(tmp_path):
   other.kill()
   time.sleep(0.2)
   # Killed, not yet reaped by its parent (a zombie): the directory is free.
-  assert model_dir_claim.claim(str(tmp_path)) is None
+  assert claimed(str(tmp_path)) is None
   other.wait()
 
 
 def test_a_pid_reused_by_another_process_does_not_hold_it(tmp_path):
   left_by(tmp_path, pid=os.getppid(), process_start=1)
-  assert model_dir_claim.claim(str(tmp_path)) is None
+  assert claimed(str(tmp_path)) is None
 
 
 def test_another_hosts_claim_holds_while_it_is_renewed(tmp_path):
@@ -70,14 +79,14 @@ def test_another_hosts_claim_holds_while_it_is_renewed(tmp_path):
               renewals=renewals)
   renewer = threading.Thread(target=renew)
   renewer.start()
-  line = model_dir_claim.claim(str(tmp_path))
+  line = claimed(str(tmp_path))
   renewing.set()
   renewer.join()
   assert "(rank 0 on node-7, pid 1, Slurm job 4242, since 2026-12-08 " \
       "00:00:00); expected" in line
   # Not renewed while rank 0 watched: killed, or its host lost.
   started = time.monotonic()
-  assert model_dir_claim.claim(str(tmp_path)) is None
+  assert claimed(str(tmp_path)) is None
   assert time.monotonic() - started >= 3 * model_dir_claim.RENEW_SECONDS
 
 
@@ -86,13 +95,13 @@ def test_a_container_sharing_the_hostname_is_watched_as_another_host(
   # Its pid is another pid namespace's: it says nothing here.
   left_by(tmp_path, place="another boot pid:[1]", pid=os.getpid())
   assert model_dir_claim.in_use(str(tmp_path)) is None
-  assert model_dir_claim.claim(str(tmp_path)) is None   # never renewed
+  assert claimed(str(tmp_path)) is None   # never renewed
 
 
 def test_the_same_run_takes_its_own_claim_back(tmp_path):
   left_by(tmp_path, host="node-7", pid=1, run="slurm-4242")
   requeued = {cli.ROUND: "slurm-4242.1"}
-  assert model_dir_claim.claim(str(tmp_path), requeued) is None
+  assert claimed(str(tmp_path), requeued) is None
   assert json.loads(open(model_dir_claim.path_in(str(tmp_path))).read())[
       "run"] == "slurm-4242"
 
@@ -100,7 +109,7 @@ def test_the_same_run_takes_its_own_claim_back(tmp_path):
 def test_the_claim_is_renewed_then_removed_and_never_anothers(
     tmp_path, monkeypatch):
   path = model_dir_claim.path_in(str(tmp_path))
-  assert model_dir_claim.claim(str(tmp_path)) is None
+  assert claimed(str(tmp_path)) is None
   mine = json.loads(open(path).read())
   assert (mine["host"], mine["pid"]) == (socket.gethostname(), os.getpid())
   time.sleep(0.3)
@@ -111,7 +120,7 @@ def test_the_claim_is_renewed_then_removed_and_never_anothers(
   ended = []
   monkeypatch.setattr(model_dir_claim, "_end_taken_over",
                       lambda path, found: ended.append(found["host"]))
-  assert model_dir_claim.claim(str(tmp_path)) is None
+  assert claimed(str(tmp_path)) is None
   left_by(tmp_path, host="node-7", pid=1)
   time.sleep(0.3)
   assert ended == ["node-7"]
